@@ -1,0 +1,47 @@
+"""Attention Explorer: the entry page (Input). Run with `streamlit run app.py`.
+
+Every page, this one included, starts with page_setup(): the shared sidebar holds the input
+and settings, and the URL holds the whole view so any page can be deep-linked.
+"""
+import pandas as pd
+import streamlit as st
+
+from attention.ui import cache
+from attention.ui.layout import PAGES, page_setup
+from attention.ui.text import t
+
+page = page_setup("nav.input")
+spec = page.spec
+st.markdown(t("input.intro"))
+
+with st.spinner(t("common.computing")):
+    analysis = cache.analysis(spec)
+tokens = analysis.tokens
+
+cols = st.columns(4)
+cols[0].metric(t("input.n_tokens"), f"{len(tokens):,}")
+cols[1].metric(t("input.n_unique"), f"{len(set(tokens)):,}")
+cols[2].metric(t("input.heads_dk"), f"{analysis.heads} × {analysis.q.shape[-1]}")
+cols[3].metric(t("input.scale"), f"{analysis.scaled.scale:.4f}",
+               help=t("input.scale_help", d_k=analysis.q.shape[-1]))
+
+if spec.source == "pretrained":
+    st.info(t("input.word_pieces", n=len(tokens)), icon=":material/info:")
+repeats = len(tokens) - len(set(tokens))
+if repeats and not spec.positional and spec.source == "toy":
+    st.warning(t("input.no_positions"), icon=":material/content_copy:")
+
+counts = pd.Series(tokens).value_counts()
+table = pd.DataFrame({
+    t("input.col_position"): range(len(tokens)),
+    t("input.col_token"): tokens,
+    t("input.col_count"): [int(counts[tok]) for tok in tokens],
+    t("input.col_chars"): [len(tok) for tok in tokens],
+})
+st.subheader(t("input.parsed"))
+st.dataframe(table, hide_index=True, width="stretch", height=min(400, 38 + 35 * len(tokens)))
+
+st.subheader(t("input.next"))
+for script, key, icon in PAGES[1:]:
+    st.page_link(script, label=t(key), icon=icon, query_params=st.query_params.to_dict())
+page.finish()

@@ -1,0 +1,20 @@
+"""Ready-made inputs for the example picker: each shows something about attention."""
+from __future__ import annotations
+
+_PASSAGE = (
+    "Attention lets every token look at every other token and decide how much of each to "
+    "take. A query is compared with every key by a dot product; the scores are divided by "
+    "the square root of the key dimension, turned into weights by a softmax, and used to "
+    "average the values. Without the division the scores grow with the dimension, the "
+    "softmax saturates, and almost all the weight lands on one token. That looks confident "
+    "but it is not better: the gradient that flows back through a saturated softmax is close "
+    "to zero, so the model stops learning which tokens matter. "
+)
+
+EXAMPLES: dict[str, str] = {
+    "coreference": "The animal didn't cross the street because it was too tired",
+    "repeated": "the cat sat on the mat and the dog sat on the cat",
+    "code": '["def", "add", "(", "a", ",", "b", ")", ":", "return", "a", "+", "b"]',
+    "chinese": "猫 坐 在 垫子 上 ， 因为 它 很 累 。",
+    "passage": " ".join((_PASSAGE * 4).split()[:300]),
+}

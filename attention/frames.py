@@ -1,0 +1,62 @@
+"""Tensors -> tidy pandas DataFrames: one row per (head, query, key) cell, for charts and CSV."""
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from .analysis import Analysis
+
+CELL_COLUMNS = ["head", "query_pos", "query_token", "key_pos", "key_token",
+                "raw_score", "scaled_score", "weight", "unscaled_weight", "difference"]
+
+
+def cells(a: Analysis, heads: list[int] | None = None, queries: range | None = None,
+          keys: range | None = None) -> pd.DataFrame:
+    """Tidy cells for the given heads and query/key windows (default: everything).
+
+    raw_score = q.k; scaled_score = the scaled logit (after temperature); weight and
+    unscaled_weight are the two softmaxes; difference = weight - unscaled_weight.
+    Masked (causal) cells are left out, so no non-finite number reaches a chart.
+    """
+    heads = list(range(a.heads)) if heads is None else list(heads)
+    queries = range(a.n) if queries is None else queries
+    keys = range(a.n) if keys is None else keys
+    qs, ks = slice(queries.start, queries.stop), slice(keys.start, keys.stop)
+    h = torch.tensor(heads, dtype=torch.long)
+    raw = a.raw_scores(h)[:, qs, ks]                                  # (h, nq, nk)
+    scaled = a.scaled.scores[h][:, qs, ks]                            # (h, nq, nk)
+    w = a.scaled.weights[h][:, qs, ks]                                # (h, nq, nk)
+    uw = a.unscaled.weights[h][:, qs, ks]                             # (h, nq, nk)
+    hh, qq, kk = torch.meshgrid(h, torch.arange(queries.start, queries.stop),
+                                torch.arange(keys.start, keys.stop), indexing="ij")
+    frame = pd.DataFrame({
+        "head": hh.flatten().numpy(),
+        "query_pos": qq.flatten().numpy(),
+        "key_pos": kk.flatten().numpy(),
+        "raw_score": raw.flatten().numpy(),
+        "scaled_score": scaled.flatten().numpy(),
+        "weight": w.flatten().numpy(),
+        "unscaled_weight": uw.flatten().numpy(),
+    })
+    frame["difference"] = frame["weight"] - frame["unscaled_weight"]
+    tokens = pd.Series(a.tokens, dtype="string")
+    frame.insert(2, "query_token", tokens.iloc[frame["query_pos"]].to_numpy())
+    frame.insert(4, "key_token", tokens.iloc[frame["key_pos"]].to_numpy())
+    if a.mask is not None:
+        frame = frame[a.mask.numpy()[frame["query_pos"].to_numpy(), frame["key_pos"].to_numpy()]]
+    return frame.reset_index(drop=True)[CELL_COLUMNS]
+
+
+def row_metrics(a: Analysis) -> pd.DataFrame:
+    """One row per (head, query, scaled?) with every row metric."""
+    parts = []
+    for scaled, values in ((True, a.scaled_metrics), (False, a.unscaled_metrics)):
+        heads, n = next(iter(values.values())).shape
+        hh, qq = torch.meshgrid(torch.arange(heads), torch.arange(n), indexing="ij")
+        part = pd.DataFrame({"head": hh.flatten().numpy(), "query_pos": qq.flatten().numpy()})
+        part["query_token"] = pd.Series(a.tokens, dtype="string").iloc[part["query_pos"]].to_numpy()
+        part["scaled"] = scaled
+        for name, t in values.items():
+            part[name] = t.flatten().numpy()
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)

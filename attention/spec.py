@@ -1,0 +1,157 @@
+"""AttentionSpec: every choice that determines a computed view, frozen and URL-serialisable.
+
+The spec is the cache key of `analyze()` and, encoded as a query string, the share link.
+`to_query()` and `from_query()` round-trip exactly; malformed parameters fall back to the
+default with a warning instead of raising.
+"""
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass, fields, replace
+from typing import Mapping
+
+from .errors import UserError
+from .tokens import MAX_TOKENS, parse_tokens
+
+DEFAULT_TOKENS = ("the", "animal", "didn't", "cross", "the", "street",
+                  "because", "it", "was", "too", "tired")
+SOURCES = ("toy", "pretrained")
+
+# Hard caps that protect the server's memory; the sidebar widgets use the same ranges.
+LIMITS = {
+    "d_model": (1, 1024),
+    "d_k": (1, 1024),
+    "heads": (1, 16),
+    "seed": (0, 2**31 - 1),
+    "temperature": (0.01, 100.0),
+    "layer": (0, 5),
+}
+MAX_CELLS = 12 * MAX_TOKENS * MAX_TOKENS  # heads * n * n: 12 heads at the token limit
+
+
+class SpecWarning(UserWarning):
+    """A URL parameter was malformed and its default was used."""
+
+
+class SpecError(UserError):
+    """A combination of settings the server will not compute; the message is for the user."""
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    tokens: tuple[str, ...] = DEFAULT_TOKENS
+    d_model: int = 64
+    d_k: int = 16
+    heads: int = 4
+    seed: int = 0
+    positional: bool = True
+    causal: bool = False
+    temperature: float = 1.0
+    source: str = "toy"  # "toy": hashed embeddings + random projections; "pretrained": MiniLM
+    layer: int = 0       # which pretrained layer's heads (source="pretrained" only)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tokens", tuple(self.tokens))
+
+    @property
+    def n(self) -> int:
+        return len(self.tokens)
+
+    def validate(self) -> None:
+        """Raise SpecError with a sentence for the user when the spec is out of bounds."""
+        if not self.tokens:
+            raise SpecError("errors.tokens_empty")
+        if len(self.tokens) > MAX_TOKENS:
+            raise SpecError("errors.tokens_too_many", count=len(self.tokens), limit=MAX_TOKENS)
+        for name, (lo, hi) in LIMITS.items():
+            value = getattr(self, name)
+            if not lo <= value <= hi or (isinstance(value, float) and not math.isfinite(value)):
+                raise SpecError("errors.spec_range", name=name, value=value, lo=lo, hi=hi)
+        if self.source not in SOURCES:
+            raise SpecError("errors.spec_source", source=self.source, sources=", ".join(SOURCES))
+        if self.heads * self.n * self.n > MAX_CELLS:
+            raise SpecError("errors.spec_cells", heads=self.heads, n=self.n,
+                            max_heads=max(1, MAX_CELLS // (self.n * self.n)))
+
+    # ---- URL query string ---------------------------------------------------------------
+
+    def to_query(self) -> dict[str, str]:
+        """Every field as a string; tokens space-joined when that is unambiguous, else JSON."""
+        query = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "tokens":
+                query[f.name] = _encode_tokens(value)
+            elif isinstance(value, bool):
+                query[f.name] = "1" if value else "0"
+            else:
+                query[f.name] = repr(value) if isinstance(value, float) else str(value)
+        return query
+
+    @classmethod
+    def parse_query(cls, params: Mapping[str, object]) -> tuple["AttentionSpec", list[UserError]]:
+        """Spec from query params, plus one problem per parameter that fell back to its default."""
+        default, values, problems = cls(), {}, []
+        for f in fields(cls):
+            if f.name not in params:
+                continue
+            raw = params[f.name]
+            if isinstance(raw, (list, tuple)):  # a repeated key: the last one wins
+                raw = raw[-1] if raw else ""
+            try:
+                values[f.name] = _decode(f.name, str(raw), getattr(default, f.name))
+            except UserError as err:
+                problems.append(UserError("errors.url_param", name=f.name, detail=err))
+            except (ValueError, OverflowError):
+                problems.append(UserError("errors.url_param", name=f.name,
+                                          detail=UserError("errors.not_a_value", raw=str(raw)[:40])))
+        spec = replace(default, **values)
+        try:
+            spec.validate()
+        except SpecError as err:
+            problems.append(UserError("errors.url_spec", detail=err))
+            spec = default
+        return spec, problems
+
+    @classmethod
+    def from_query(cls, params: Mapping[str, object]) -> "AttentionSpec":
+        spec, problems = cls.parse_query(params)
+        for problem in problems:
+            warnings.warn(str(problem), SpecWarning, stacklevel=2)
+        return spec
+
+
+def _encode_tokens(tokens: tuple[str, ...]) -> str:
+    plain = " ".join(tokens)
+    if plain.split() == list(tokens) and not plain.startswith("["):
+        return plain
+    return json.dumps(list(tokens), ensure_ascii=False)
+
+
+def _decode(name: str, raw: str, default: object) -> object:
+    """One query value -> the field's type; raises UserError (or ValueError) when malformed."""
+    if name == "tokens":
+        return tuple(parse_tokens(raw, "json" if raw.lstrip().startswith("[") else "whitespace"))
+    if isinstance(default, bool):
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(raw)
+    if isinstance(default, int):
+        value = int(raw)
+    elif isinstance(default, float):
+        value = float(raw)
+        if not math.isfinite(value):
+            raise ValueError(raw)
+    else:
+        value = raw
+        if name == "source" and value not in SOURCES:
+            raise UserError("errors.spec_source", source=raw[:40], sources=", ".join(SOURCES))
+    if name in LIMITS:
+        lo, hi = LIMITS[name]
+        if not lo <= value <= hi:
+            raise UserError("errors.spec_range", name=name, value=raw[:40], lo=lo, hi=hi)
+    return value

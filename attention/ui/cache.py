@@ -1,0 +1,24 @@
+"""Cached wrappers around the core: one computation per spec per server, shared by sessions.
+
+cache_resource (not cache_data) because an Analysis holds large tensors: cache_data would
+pickle and copy them on every rerun. The objects are frozen and never mutated by pages.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from ..analysis import Analysis, analyze, dk_sweep
+from ..spec import AttentionSpec
+
+_HASH = {AttentionSpec: lambda spec: tuple(sorted(spec.to_query().items()))}
+
+
+@st.cache_resource(max_entries=6, ttl="1h", show_spinner=False, hash_funcs=_HASH)
+def analysis(spec: AttentionSpec) -> Analysis:
+    return analyze(spec)
+
+
+@st.cache_resource(max_entries=16, ttl="1h", show_spinner=False, hash_funcs=_HASH)
+def sweep(spec: AttentionSpec) -> pd.DataFrame:
+    return dk_sweep(spec)

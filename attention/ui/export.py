@@ -1,0 +1,26 @@
+"""Download buttons for tables and charts; files are made only when the button is clicked."""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from .. import export
+from .text import t
+
+
+def csv_button(frame: pd.DataFrame, file_name: str, *, key: str | None = None) -> None:
+    st.download_button(t("export.csv"), data=lambda: export.csv_bytes(frame),
+                       file_name=f"{file_name}.csv", mime="text/csv",
+                       icon=":material/table:", key=key or f"csv_{file_name}", on_click="ignore")
+
+
+def chart_buttons(chart: alt.TopLevelMixin, file_name: str) -> None:
+    """PNG and SVG of exactly the chart on screen, side by side."""
+    left, right = st.columns(2, width="content")
+    left.download_button(t("export.png"), data=lambda: export.chart_png(chart),
+                         file_name=f"{file_name}.png", mime="image/png", icon=":material/image:",
+                         key=f"png_{file_name}", on_click="ignore")
+    right.download_button(t("export.svg"), data=lambda: export.chart_svg(chart),
+                          file_name=f"{file_name}.svg", mime="image/svg+xml",
+                          icon=":material/draw:", key=f"svg_{file_name}", on_click="ignore")

@@ -1,0 +1,114 @@
+"""Every page starts with `page_setup()`: page config, the shared sidebar, the current spec.
+
+Each page script is self-sufficient (Streamlit runs a deep-linked page without app.py on a
+fresh server), so the sidebar is drawn here, by every page, the same way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from ..examples import EXAMPLES
+from ..i18n import LANGUAGES
+from ..spec import LIMITS, SOURCES, AttentionSpec
+from ..tokens import FORMATS
+from . import state
+from .text import LANG_KEY, message, t
+
+# (script, interface-text key of its title, icon); app.py is the Input page.
+PAGES = (
+    ("app.py", "nav.input", ":material/edit_note:"),
+    ("pages/1_Heatmap.py", "nav.heatmap", ":material/grid_on:"),
+    ("pages/2_Score_analysis.py", "nav.scores", ":material/query_stats:"),
+    ("pages/3_Model_heads.py", "nav.model", ":material/hub:"),
+    ("pages/4_Is_sharper_better.py", "nav.sharper", ":material/science:"),
+)
+EXAMPLE_KEY = "in_example"
+
+
+@dataclass(frozen=True)
+class Page:
+    spec: AttentionSpec | None  # None when the sidebar's input is invalid
+    lang: str
+    share_slot: object          # sidebar placeholder that finish() fills with the share link
+
+    def finish(self) -> None:
+        """Draw the share link last, so it includes the view settings the page just set."""
+        if self.spec is None:
+            return
+        base = st.context.url or ""
+        url = f"{base}?{urlencode(st.query_params.to_dict())}"
+        with self.share_slot.popover(t("sidebar.share"), icon=":material/link:",
+                                     width="stretch"):
+            st.caption(t("sidebar.share_help"))
+            st.code(url, language=None, wrap_lines=True)
+
+
+def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
+    """Configure the page, draw the shared sidebar and return the current spec.
+
+    With needs_spec (the default), invalid input shows its message and stops the page here."""
+    url_problems = state.seed_from_url()
+    st.set_page_config(page_title=f"{t(title_key)} · Attention Explorer",
+                       page_icon=":material/grid_on:", layout="wide")
+    draft = _sidebar()
+    share_slot = st.sidebar.empty()
+    for problem in url_problems:
+        st.warning(message(problem), icon=":material/link_off:")
+    state.write_url(draft.spec)
+    st.title(t(title_key))
+    if draft.error is not None and needs_spec:
+        st.error(message(draft.error), icon=":material/error:")
+        st.stop()
+    return Page(spec=draft.spec, lang=st.session_state[LANG_KEY], share_slot=share_slot)
+
+
+def _choose_example() -> None:
+    choice = st.session_state[EXAMPLE_KEY]
+    if choice in EXAMPLES:
+        st.session_state[state.TEXT] = EXAMPLES[choice]
+        st.session_state[state.FMT] = "auto"
+
+
+def _sidebar() -> state.Draft:
+    sb = st.sidebar
+    sb.selectbox(t("sidebar.language"), list(LANGUAGES), key=LANG_KEY,
+                 format_func=LANGUAGES.get)
+    draft_for_links = state.draft_from_widgets()
+    for script, key, icon in PAGES:
+        sb.page_link(script, label=t(key), icon=icon,
+                     query_params=state.link_params(draft_for_links.spec))
+    sb.divider()
+    sb.radio(t("sidebar.source"), SOURCES, key=state.KEY + "source", horizontal=True,
+             format_func=lambda s: t(f"sidebar.source_{s}"))
+    sb.selectbox(t("sidebar.example"), ["", *EXAMPLES], key=EXAMPLE_KEY, on_change=_choose_example,
+                 format_func=lambda e: t(f"examples.{e}") if e else t("sidebar.example_pick"))
+    sb.text_area(t("sidebar.tokens"), key=state.TEXT, height=120, help=t("sidebar.tokens_help"))
+    sb.selectbox(t("sidebar.format"), FORMATS, key=state.FMT,
+                 format_func=lambda f: t(f"sidebar.format_{f}"))
+    toy = st.session_state[state.KEY + "source"] == "toy"
+    with sb.expander(t("sidebar.model_settings"), expanded=True):
+        _number("d_model", toy)
+        _number("d_k", toy)
+        _number("heads", toy)
+        _number("seed", toy)
+        st.toggle(t("sidebar.positional"), key=state.KEY + "positional", disabled=not toy,
+                  help=t("sidebar.positional_help"))
+        if not toy:
+            st.slider(t("sidebar.layer"), *LIMITS["layer"], key=state.KEY + "layer",
+                      help=t("sidebar.layer_help"))
+            st.caption(t("sidebar.pretrained_fixed"))
+    st.sidebar.toggle(t("sidebar.causal"), key=state.KEY + "causal", help=t("sidebar.causal_help"))
+    lo, hi = LIMITS["temperature"]
+    st.sidebar.number_input(t("sidebar.temperature"), min_value=lo, max_value=hi, step=0.1,
+                            key=state.KEY + "temperature", help=t("sidebar.temperature_help"))
+    return state.draft_from_widgets()
+
+
+def _number(name: str, enabled: bool) -> None:
+    lo, hi = LIMITS[name]
+    st.number_input(t(f"sidebar.{name}"), min_value=lo, max_value=hi, step=1,
+                    key=state.KEY + name, disabled=not enabled, help=t(f"sidebar.{name}_help"))
+

@@ -1,0 +1,97 @@
+"""The spec of the current view: seeded from the URL, edited in the sidebar, written back.
+
+Flow on every run: if this session has no sidebar state yet (a fresh tab, a shared link, a
+page reached by a link), the widgets are filled from the URL's spec; otherwise the widgets
+are the truth. The resulting spec is written back to the URL, so the address bar is always
+the share link of what is on screen.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import streamlit as st
+
+from ..errors import UserError
+from ..spec import AttentionSpec
+from ..tokens import parse_tokens, tokens_to_text
+from .text import LANG_KEY, initial_language
+
+KEY = "in_"            # prefix of every sidebar widget key
+TEXT, FMT = KEY + "text", KEY + "fmt"
+SPEC_FIELDS = [f.name for f in fields(AttentionSpec) if f.name != "tokens"]
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What the sidebar holds: a valid spec, or the reason there is none."""
+    spec: AttentionSpec | None
+    error: UserError | None
+    url_problems: tuple[UserError, ...] = ()
+
+
+def seed_from_url() -> tuple[UserError, ...]:
+    """Fill the sidebar's widget state from the URL once per session (and per page reached
+    without it). Returns the URL parameters that were ignored, for a warning."""
+    if TEXT in st.session_state:
+        return ()
+    spec, problems = AttentionSpec.parse_query(st.query_params.to_dict())
+    st.session_state[TEXT] = tokens_to_text(spec.tokens)
+    st.session_state[FMT] = "auto"
+    for name in SPEC_FIELDS:
+        st.session_state[KEY + name] = getattr(spec, name)
+    if LANG_KEY not in st.session_state:
+        st.session_state[LANG_KEY] = initial_language()
+    return tuple(problems)
+
+
+def draft_from_widgets() -> Draft:
+    """The spec the sidebar's widgets describe, validated."""
+    try:
+        tokens = parse_tokens(st.session_state[TEXT], st.session_state[FMT])
+        values = {name: st.session_state[KEY + name] for name in SPEC_FIELDS}
+        spec = AttentionSpec(tokens=tuple(tokens), **values)
+        spec.validate()
+    except UserError as err:
+        return Draft(spec=None, error=err)
+    return Draft(spec=spec, error=None)
+
+
+def write_url(spec: AttentionSpec | None, **view: object) -> None:
+    """Put the spec, the language and any page view settings into the address bar."""
+    params = dict(spec.to_query()) if spec is not None else {}
+    params[LANG_KEY] = st.session_state.get(LANG_KEY, "en")
+    params.update({k: str(v) for k, v in view.items()})
+    if params != st.query_params.to_dict():
+        st.query_params.update(params)
+
+
+def link_params(spec: AttentionSpec | None) -> dict[str, str]:
+    """What a link to another page carries so that page opens on the same view."""
+    params = dict(spec.to_query()) if spec is not None else {}
+    params[LANG_KEY] = st.session_state.get(LANG_KEY, "en")
+    return params
+
+
+def view_value(name: str, default, cast, valid=lambda value: True):
+    """A page's own view setting (head, zoom, ...) from the URL; default if malformed."""
+    raw = st.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = cast(raw)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return value if valid(value) else default
+
+
+def view_widget(name: str, widget, *, default, cast=int, valid=lambda value: True, **kwargs):
+    """A page's view control (head picker, zoom...) whose value lives in the URL as `name`.
+
+    `widget` is a Streamlit input such as st.selectbox; kwargs go to it. A stored value that
+    is no longer valid (fewer heads than before, say) falls back to the default."""
+    key = "view_" + name
+    if key not in st.session_state or not valid(st.session_state[key]):
+        st.session_state[key] = view_value(name, default, cast, valid)
+    value = widget(key=key, **kwargs)
+    st.query_params[name] = str(value)
+    return value

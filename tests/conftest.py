@@ -1,0 +1,126 @@
+"""Shared fixtures: one torch thread, clean Streamlit caches, and a real server + Chromium."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+torch.set_num_threads(1)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--disable-dev-shm-usage"]
+
+
+@pytest.fixture(autouse=True)
+def _clear_streamlit_caches():
+    """st.cache_data / st.cache_resource outlive an AppTest; clear them around each test."""
+    yield
+    if "streamlit" in sys.modules:
+        import streamlit as st
+
+        st.cache_data.clear()
+        st.cache_resource.clear()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`streamlit run app.py` on a free loopback port, stopped when the test ends."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+             "--server.port", str(self.port), "--server.address", "127.0.0.1"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if self.healthy():
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited: {self.proc.stdout.read()}")
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("streamlit did not become healthy within 60 s")
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture(scope="session")
+def server():
+    """One server shared by the browser tests that do not need a fresh one."""
+    srv = Server()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def fresh_server():
+    """A server started for this test alone (deep links must work on a fresh server)."""
+    srv = Server()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium driven by Playwright; skip where none exists, except in CI."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but no chromium on PATH: `make browser` should install it")
+        pytest.skip("no chromium on PATH (apt-get install chromium); browser tests skipped")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium):
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
+def wait_for_app(page, timeout: float = 60_000) -> None:
+    """Wait until Streamlit has finished running the script for the current page."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    page.wait_for_function(
+        """() => !document.querySelector('[data-testid="stStatusWidget"]')
+                 && document.querySelector('[data-testid="stMain"]')""",
+        timeout=timeout)
+    page.wait_for_timeout(300)
