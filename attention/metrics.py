@@ -9,7 +9,7 @@ import torch
 
 def entropy(p: torch.Tensor) -> torch.Tensor:
     """H = -sum p ln p in nats, with 0 ln 0 = 0. Uniform over n keys: ln n; one-hot: 0."""
-    return -torch.special.xlogy(p, p).sum(dim=-1).clamp_min(0.0)
+    return (-torch.special.xlogy(p, p).sum(dim=-1)).clamp_min(0.0)
 
 
 def effective_tokens(p: torch.Tensor) -> torch.Tensor:
