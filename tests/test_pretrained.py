@@ -1,0 +1,129 @@
+"""MiniLM heads recomputed through core.attention agree with the model's own outputs."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attention import pretrained as P
+from attention.errors import UserError
+
+SENTENCES = [
+    "The quick brown fox jumps over the lazy dog near the river bank.",
+    "the cat sat on the mat and the cat sat on the mat again",
+    'Wait... what?! (Yes, really: "no"; maybe -- ok.) #1, $2 & 50%!',
+]
+
+
+@pytest.fixture(scope="module")
+def model():
+    """The model, loaded once for the whole module (and the process)."""
+    return P.load()
+
+
+def own_forward(model, text):
+    """The model's own attention weights and, via forward hooks, its own q/k/v projections."""
+    captured = {}
+    hooks = []
+    for layer, block in enumerate(model.model.encoder.layer):
+        for name in ("query", "key", "value"):
+            module = getattr(block.attention.self, name)
+            hooks.append(module.register_forward_hook(
+                lambda mod, args, out, key=(layer, name): captured.__setitem__(key, out[0])))
+    try:
+        enc = model.tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            out = model.model(**enc, output_attentions=True)
+    finally:
+        for h in hooks:
+            h.remove()
+    weights = torch.stack(out.attentions)[:, 0]                          # (layers, heads, n, n)
+    return enc, weights, captured
+
+
+@pytest.mark.parametrize("text", SENTENCES)
+def test_all_72_heads_match_output_attentions(model, text):
+    tokens, weights = P.attention_weights(text)
+    enc, own, _ = own_forward(model, text)
+    assert weights.shape == own.shape == (6, 12, len(tokens), len(tokens))
+    assert tokens == tuple(model.tokenizer.convert_ids_to_tokens(enc["input_ids"][0]))
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
+    assert (weights - own).abs().max().item() < 1e-5
+
+
+@pytest.mark.parametrize("text", SENTENCES)
+def test_unscaled_is_scale_one_on_the_models_own_projections(model, text):
+    tokens, unscaled = P.attention_weights(text, scaled=False)
+    _, scaled = P.attention_weights(text, scaled=True)
+    _, _, captured = own_forward(model, text)
+    n = len(tokens)
+    eye = torch.eye(n)                                                   # v = I: output = weights
+    for layer in range(6):
+        q = captured[(layer, "query")].view(n, 12, 32).transpose(0, 1)   # (heads, n, d_head)
+        k = captured[(layer, "key")].view(n, 12, 32).transpose(0, 1)
+        ref = F.scaled_dot_product_attention(q, k, eye.expand(12, n, n), scale=1.0)
+        assert (unscaled[layer] - ref).abs().max().item() < 1e-5
+        ref_scaled = F.scaled_dot_product_attention(q, k, eye.expand(12, n, n))
+        assert (scaled[layer] - ref_scaled).abs().max().item() < 1e-5
+    # The counterfactual is sharper: d_head = 32, so logits are sqrt(32) times larger.
+    ent = lambda w: -torch.special.xlogy(w, w).sum(-1).mean().item()  # noqa: E731
+    assert ent(unscaled) < ent(scaled)
+
+
+def test_layer_qkv_shapes_and_values(model):
+    text = SENTENCES[1]
+    _, _, captured = own_forward(model, text)
+    for layer in (0, 5):
+        tokens, q, k, v = P.layer_qkv(text, layer)
+        n = len(tokens)
+        assert q.shape == k.shape == v.shape == (12, n, 32)
+        assert tokens.count("cat") == 2 and tokens.count("the") == 4
+        for name, got in (("query", q), ("key", k), ("value", v)):
+            ref = captured[(layer, name)].view(n, 12, 32).transpose(0, 1)
+            assert torch.allclose(got, ref, atol=1e-6)
+    with pytest.raises(UserError) as err:
+        P.layer_qkv(text, 6)
+    assert err.value.key == "model.bad_layer"
+
+
+def test_value_vectors_match_the_attention_output_dense(model):
+    """sum_j alpha_ij f(x_j) summed over heads is the layer's attention output before b_O."""
+    text = SENTENCES[0]
+    r = P.run(text)
+    layer = 2
+    block = model.model.encoder.layer[layer]
+    res = P.attention(r.q[layer], r.k[layer], r.v[layer])               # (heads, n, d_head)
+    n = r.n
+    context = res.output.transpose(0, 1).reshape(n, 12 * 32)            # (n, hidden)
+    with torch.no_grad():
+        ref = block.attention.output.dense(context) - block.attention.output.dense.bias
+    f = P.value_vectors(r, layer)                                       # (heads, n, hidden)
+    mine = (res.weights @ f).sum(0)                                     # (n, hidden)
+    assert torch.allclose(mine, ref, atol=1e-4)
+    alpha, norms = P.value_weighted(text, layer, 3)
+    assert torch.allclose(alpha, res.weights[3])
+    i, j = 1, 4
+    assert math.isclose(norms[i, j].item(), (alpha[i, j] * f[3, j]).norm().item(), rel_tol=1e-5)
+
+
+def test_too_long_text_is_a_user_error(model):
+    with pytest.raises(UserError) as err:
+        P.run("word " * 600)
+    assert err.value.key == "model.too_long"
+    assert err.value.values == {"pieces": 602, "limit": 512}
+    assert "602" in str(err.value) and "512" in str(err.value)
+
+
+def test_padding_keys_are_masked():
+    mask = P.key_mask(torch.tensor([[1, 1, 0]]))
+    assert mask.tolist() == [[True, True, False]] * 3
+    assert P.key_mask(torch.tensor([[1, 1, 1]])) is None
+
+
+def test_model_loaded_once(model):
+    P.attention_weights(SENTENCES[0])
+    P.layer_qkv(SENTENCES[2], 1)
+    assert P.load() is model
+    assert P.load.cache_info().misses == 1
