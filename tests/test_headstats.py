@@ -1,0 +1,89 @@
+"""Per-head table, attention rollout and value-weighted norms against hand computations."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attention import headstats
+
+
+def test_rollout_two_layers_by_hand():
+    w = torch.tensor([
+        [[[1.0, 0.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]]],   # layer 0: mean [[1,0],[.5,.5]]
+        [[[0.0, 1.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]],   # layer 1: mean [[0,1],[.5,.5]]
+    ])                                                           # (layers=2, heads=2, n=2, n=2)
+    r = headstats.rollout(w)
+    # A_0 = 0.5 mean + 0.5 I = [[1, 0], [.25, .75]];  A_1 = [[.5, .5], [.25, .75]]
+    # R_0 = A_0;  R_1 = A_1 @ A_0 = [[.625, .375], [.4375, .5625]]
+    assert torch.allclose(r[0], torch.tensor([[1.0, 0.0], [0.25, 0.75]]))
+    assert torch.allclose(r[1], torch.tensor([[0.625, 0.375], [0.4375, 0.5625]]))
+
+
+def test_rollout_renormalises_a_fully_masked_row():
+    w = torch.tensor([[[[0.0, 0.0], [0.0, 1.0]]]])              # (1, 1, 2, 2): row 0 all masked
+    assert torch.allclose(headstats.rollout(w)[0], torch.eye(2))
+
+
+def test_patterns_identity_and_shift():
+    n = 5
+    tokens = ["[CLS]", "a", ",", "b", "[SEP]"]
+    eye = torch.eye(n)
+    prev = torch.diag(torch.ones(n - 1), -1)
+    prev[0, 0] = 1.0                                             # row 0 has no previous token
+    stats = headstats.head_stats(torch.stack([eye, prev]), tokens)   # (2,)
+    assert stats["to_self"].tolist() == pytest.approx([1.0, 0.2])
+    assert stats["to_prev"].tolist() == pytest.approx([0.0, 1.0])
+    assert stats["to_next"].tolist() == pytest.approx([0.0, 0.0])
+    assert stats["entropy"].tolist() == pytest.approx([0.0, 0.0], abs=1e-7)
+    assert stats["max_weight"].tolist() == pytest.approx([1.0, 1.0])
+    # identity: the query [CLS] puts 1 on [CLS] -> share 1/5; prev: rows 0 and 1 -> 2/5
+    assert stats["to_cls"].tolist() == pytest.approx([0.2, 0.4])
+    assert stats["to_sep"].tolist() == pytest.approx([0.2, 0.0])
+    assert stats["to_punct"].tolist() == pytest.approx([0.2, 0.2])
+
+
+def test_punctuation_tokens():
+    assert all(map(headstats.is_punctuation, [".", ",", "--", "?!", "$", "##.", '"']))
+    assert not any(map(headstats.is_punctuation, ["a", "[SEP]", "##s", "3", "", "it's"]))
+
+
+def test_head_table_agrees_with_the_model_tensors():
+    from attention import pretrained
+
+    text = "the cat sat on the mat, then it slept."
+    rep = pretrained.report(text)
+    tokens, w = rep.tokens, rep.weights                          # (6, 12, n, n)
+    n = len(tokens)
+    assert len(rep.table) == 72
+    assert list(rep.table.columns) == ["layer", "head", *headstats.HEAD_COLUMNS]
+    punct = [j for j, tok in enumerate(tokens) if tok in (",", ".")]
+    sep = tokens.index("[SEP]")
+    for layer, head in [(0, 0), (2, 7), (5, 11)]:
+        row = rep.table.set_index(["layer", "head"]).loc[(layer, head)]
+        m = w[layer, head].tolist()
+        ent = sum(-sum(p * math.log(p) for p in r if p > 0) for r in m) / n
+        assert row.entropy == pytest.approx(ent, rel=1e-4)
+        assert row.max_weight == pytest.approx(sum(max(r) for r in m) / n, rel=1e-5)
+        assert row.to_cls == pytest.approx(sum(r[0] for r in m) / n, rel=1e-5)
+        assert row.to_sep == pytest.approx(sum(r[sep] for r in m) / n, rel=1e-5)
+        assert row.to_punct == pytest.approx(sum(r[j] for r in m for j in punct) / n, rel=1e-5)
+        assert row.to_prev == pytest.approx(sum(m[i][i - 1] for i in range(1, n)) / (n - 1), rel=1e-5)
+        assert row.to_next == pytest.approx(sum(m[i][i + 1] for i in range(n - 1)) / (n - 1), rel=1e-5)
+        assert row.to_self == pytest.approx(sum(m[i][i] for i in range(n)) / n, rel=1e-5)
+    # rollout of the real heads: every R_l is row-stochastic
+    assert rep.rollout.shape == (6, n, n)
+    assert torch.allclose(rep.rollout.sum(-1), torch.ones(6, n), atol=1e-5)
+
+
+def test_value_weighted_norms_direct():
+    gen = torch.Generator().manual_seed(0)
+    alpha = torch.rand(3, 4, 4, generator=gen).softmax(-1)      # (heads, n, n)
+    f = torch.randn(3, 4, 7, generator=gen)                      # (heads, n, hidden)
+    got = headstats.value_weighted_norms(alpha, f)
+    for h in range(3):
+        for i in range(4):
+            for j in range(4):
+                direct = torch.linalg.vector_norm(alpha[h, i, j] * f[h, j]).item()
+                assert got[h, i, j].item() == pytest.approx(direct, rel=1e-6)
