@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from ..analysis import Analysis, analyze, dk_sweep
+from ..charts import scores
 from ..spec import AttentionSpec
 
 _HASH = {AttentionSpec: lambda spec: tuple(sorted(spec.to_query().items()))}
@@ -22,3 +23,13 @@ def analysis(spec: AttentionSpec) -> Analysis:
 @st.cache_resource(max_entries=16, ttl="1h", show_spinner=False, hash_funcs=_HASH)
 def sweep(spec: AttentionSpec) -> pd.DataFrame:
     return dk_sweep(spec)
+
+
+@st.cache_resource(max_entries=16, ttl="1h", show_spinner=False, hash_funcs=_HASH)
+def score_distribution(spec: AttentionSpec, head: int | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Score stats and the pre-binned score histogram of one head (None: all heads): a pass
+    over up to 50M scores, so it is kept rather than redone on every rerun of the page."""
+    a = analysis(spec)
+    heads = scores.head_list(a, head)
+    stats = scores.score_stats(a, heads)
+    return stats, scores.score_histogram(a, heads, stats)
