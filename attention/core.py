@@ -29,11 +29,43 @@ def causal_mask(n_q: int, n_k: int | None = None, *, device=None) -> torch.Tenso
 
 def stable_softmax(logits: torch.Tensor) -> torch.Tensor:
     """Row softmax over the last dim that tolerates -inf: a row of only -inf gives zeros."""
-    row_max = logits.amax(dim=-1, keepdim=True)                   # (..., n_q, 1)
-    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
-    weights = (logits - row_max).exp_()                           # (..., n_q, n_k) in [0, 1]
-    total = weights.sum(dim=-1, keepdim=True)                     # (..., n_q, 1) >= 1 unless fully masked
-    return weights.div_(total.clamp_min_(torch.finfo(weights.dtype).tiny))
+    dead = logits.amax(dim=-1, keepdim=True) == float("-inf")     # (..., n_q, 1)
+    return _softmax_rows(logits, dead)
+
+
+def _softmax_rows(logits: torch.Tensor, dead: torch.Tensor | None) -> torch.Tensor:
+    """torch.softmax (max-subtracted, one fused pass) with the rows flagged in `dead`
+    (broadcastable to (..., n_q, 1)) set to zeros. Those rows are softmaxed as zeros first,
+    so neither the weights nor their gradients ever see NaN."""
+    if dead is None or not bool(dead.any()):
+        return torch.softmax(logits, dim=-1)                      # (..., n_q, n_k)
+    weights = torch.softmax(logits.masked_fill(dead, 0.0), dim=-1)
+    return weights.masked_fill(dead, 0.0)                         # (..., n_q, n_k)
+
+
+def _cannot_overflow(q: torch.Tensor, k: torch.Tensor, factor: float) -> bool:
+    """True when no logit can leave float range: |q.k| <= |q| |k| (Cauchy-Schwarz), so
+    bounding the largest norms bounds every dot product and its rounding. O(n d), not O(n^2)."""
+    with torch.no_grad():
+        bound = (torch.linalg.vector_norm(q, dim=-1).amax()
+                 * torch.linalg.vector_norm(k, dim=-1).amax()).item()
+    limit = torch.finfo(torch.promote_types(q.dtype, k.dtype)).max / 4
+    return bound <= limit and bound * abs(factor) <= limit  # False for inf and NaN too
+
+
+def _wide_logits(q: torch.Tensor, k: torch.Tensor, factor: float) -> torch.Tensor:
+    """q @ k^T * factor in float64 (at least); what still overflows saturates, NaN -> 0."""
+    wide = torch.promote_types(torch.promote_types(q.dtype, k.dtype), torch.float64)
+    logits = torch.matmul(q.to(wide), k.to(wide).transpose(-2, -1)) * factor
+    big = torch.finfo(wide).max
+    return logits.nan_to_num(nan=0.0, posinf=big, neginf=-big)
+
+
+def _mask_fill(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """-inf where mask is False; in place unless the mask adds leading dims."""
+    if torch.broadcast_shapes(mask.shape, scores.shape) == scores.shape:
+        return scores.masked_fill_(~mask, float("-inf"))
+    return scores.masked_fill(~mask, float("-inf"))
 
 
 def attention(
@@ -50,19 +82,33 @@ def attention(
     q: (..., n_q, d_k), k: (..., n_k, d_k), v: (..., n_k, d_v).
     scale=None means 1/sqrt(d_k); scale=1.0 is unscaled (as in torch's SDPA).
     mask: bool, broadcastable to (..., n_q, n_k), True = may attend.
+
+    Allocates the two (..., n_q, n_k) tensors it returns and nothing else of that size
+    (in-place scaling and masking; autograd still works through every step).
     """
     if not (temperature > 0 and math.isfinite(temperature)):
         raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
     d_k = q.shape[-1]
     scale = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
     factor = scale / temperature
-    scores = (q @ k.transpose(-2, -1)) * factor                  # (..., n_q, n_k)
-    # Logits beyond float range (huge inputs, tiny temperatures) saturate instead of
-    # turning into inf - inf = NaN; the softmax of a saturated row is still its argmax.
-    big = torch.finfo(scores.dtype).max
-    scores = scores.nan_to_num_(nan=0.0, posinf=big, neginf=-big)
+    scores = torch.matmul(q, k.transpose(-2, -1))                 # (..., n_q, n_k)
+    if factor != 1.0:
+        scores.mul_(factor)
+    exact = None
+    if scores.numel() and not _cannot_overflow(q, k, factor):
+        # Logits beyond float range (huge inputs, tiny temperatures): the softmax runs on
+        # float64 logits, where they fit, so a saturated row still picks the true argmax;
+        # `scores` saturates at the dtype's largest finite value instead of inf or NaN.
+        exact = _wide_logits(q, k, factor)                        # (..., n_q, n_k) float64
+        big = torch.finfo(scores.dtype).max
+        scores = exact.clamp(-big, big).to(scores.dtype)
+    dead = None
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))         # (..., n_q, n_k)
-    weights = stable_softmax(scores)                              # (..., n_q, n_k)
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be boolean (True = may attend), got {mask.dtype}")
+        scores = _mask_fill(scores, mask)                         # (..., n_q, n_k)
+        exact = None if exact is None else _mask_fill(exact, mask)
+        dead = ~mask.any(dim=-1, keepdim=True)                    # (..., n_q, 1) fully masked
+    weights = _softmax_rows(scores if exact is None else exact, dead).to(scores.dtype)
     output = weights @ v                                          # (..., n_q, d_v)
     return AttentionResult(scores=scores, weights=weights, output=output, scale=scale)
