@@ -17,10 +17,10 @@ def csv_button(frame: pd.DataFrame, file_name: str, *, key: str | None = None) -
 
 def chart_buttons(chart: alt.TopLevelMixin, file_name: str) -> None:
     """PNG and SVG of exactly the chart on screen, side by side."""
-    left, right = st.columns(2, width="content")
-    left.download_button(t("export.png"), data=lambda: export.chart_png(chart),
+    row = st.container(horizontal=True)  # st.columns accepts no width="content" in 1.67
+    row.download_button(t("export.png"), data=lambda: export.chart_png(chart),
                          file_name=f"{file_name}.png", mime="image/png", icon=":material/image:",
                          key=f"png_{file_name}", on_click="ignore")
-    right.download_button(t("export.svg"), data=lambda: export.chart_svg(chart),
+    row.download_button(t("export.svg"), data=lambda: export.chart_svg(chart),
                           file_name=f"{file_name}.svg", mime="image/svg+xml",
                           icon=":material/draw:", key=f"svg_{file_name}", on_click="ignore")
