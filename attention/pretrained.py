@@ -163,11 +163,11 @@ def report(text: str) -> ModelReport:
                        rollout=headstats.rollout(weights))
 
 
-def value_weighted(text: str, layer: int, head: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """One head's raw weights alpha (n, n) and its value-weighted norms ||alpha_ij f(x_j)||
-    (n, n) (Kobayashi et al. 2020)."""
+def value_weighted(text: str, layer: int, head: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One head's raw weights alpha (n, n), its value-weighted norms ||alpha_ij f(x_j)|| (n, n)
+    and ||f(x_j)|| (n,) (Kobayashi et al. 2020)."""
     r = run(text)
     alpha = attention(r.q[layer, head], r.k[layer, head], r.v[layer, head],
                       mask=r.mask).weights                               # (n, n)
     f = value_vectors(r, layer)[head]                                    # (n, hidden)
-    return alpha, headstats.value_weighted_norms(alpha, f)
+    return alpha, headstats.value_weighted_norms(alpha, f), f.norm(dim=-1)

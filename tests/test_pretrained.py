@@ -102,9 +102,10 @@ def test_value_vectors_match_the_attention_output_dense(model):
     f = P.value_vectors(r, layer)                                       # (heads, n, hidden)
     mine = (res.weights @ f).sum(0)                                     # (n, hidden)
     assert torch.allclose(mine, ref, atol=1e-4)
-    alpha, norms = P.value_weighted(text, layer, 3)
+    alpha, norms, f_norm = P.value_weighted(text, layer, 3)
     assert torch.allclose(alpha, res.weights[3])
     i, j = 1, 4
+    assert math.isclose(f_norm[j].item(), f[3, j].norm().item(), rel_tol=1e-6)
     assert math.isclose(norms[i, j].item(), (alpha[i, j] * f[3, j]).norm().item(), rel_tol=1e-5)
 
 

@@ -1,0 +1,196 @@
+"""Charts of the Model heads page: every head at a glance, the per-head statistics, rollout
+and the value-weighted view.
+
+Data functions turn tensors into small tidy tables (the 6 x 12 grid is pooled to at most
+GRID_CELLS x GRID_CELLS blocks per head, so it stays a few thousand rects whatever the text
+length); builders turn tables into altair charts. Labels come from
+attention/locales/<lang>/model.toml through `translate` (no streamlit here).
+"""
+from __future__ import annotations
+
+import json
+
+import altair as alt
+import pandas as pd
+import torch
+
+from ..headstats import HEAD_COLUMNS
+from ..i18n import translate
+
+GRID_CELLS = 12    # a head in the grid is at most 12 x 12 blocks: 72 heads, <= 10,368 rects
+GRID_PICK = "pick"  # name of the grid's click selection (fields layer, head)
+
+
+def _t(lang: str, key: str, **values) -> str:
+    return translate(lang, f"model.{key}", **values)
+
+
+def _js(value) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def position_label_expr(tokens) -> str:
+    """Vega expression labelling an integer position axis with `token ·pos`, so repeated
+    tokens keep their own tick (the axis is keyed by position, never by token text)."""
+    return (f"datum.value == floor(datum.value) && datum.value >= 0 && "
+            f"datum.value < {len(tokens)} ? {_js(list(tokens))}[datum.value] + ' ·' + datum.value"
+            f" : ''")
+
+
+# ---- the 6 x 12 grid -------------------------------------------------------------------
+
+def block_matrices(n: int, cells: int) -> tuple[torch.Tensor, torch.Tensor, list[tuple[int, int]]]:
+    """Pooling for n positions into b = min(n, cells) contiguous blocks.
+
+    Returns mean_rows (b, n) averaging the queries of a block, sum_cols (b, n) adding up the
+    keys of a block, and each block's (first, last) position. mean_rows @ W @ sum_cols^T of a
+    row-stochastic W is row-stochastic: a block row is the share of its queries' attention
+    that lands on each key block."""
+    b = min(n, cells)
+    index = torch.arange(n) * b // n                                     # (n,) block of each position
+    member = torch.nn.functional.one_hot(index, b).T.to(torch.float32)   # (b, n)
+    mean_rows = member / member.sum(dim=1, keepdim=True)                 # (b, n)
+    spans = [(int(row.nonzero()[0]), int(row.nonzero()[-1])) for row in member]
+    return mean_rows, member, spans
+
+
+def _span_label(tokens, first: int, last: int) -> str:
+    return f"{tokens[first]} ·{first}" if first == last else f"·{first}–·{last}"
+
+
+def grid_frame(weights: torch.Tensor, tokens, cells: int = GRID_CELLS) -> pd.DataFrame:
+    """weights (layers, heads, n, n) -> one row per (layer, head, query block, key block):
+    layer, head, qb, kb (block index), query, key (labels), weight (pooled share)."""
+    layers, heads, n, _ = weights.shape
+    mean_rows, sum_cols, spans = block_matrices(n, cells)
+    pooled = mean_rows @ weights @ sum_cols.T                            # (layers, heads, b, b)
+    b = len(spans)
+    ll, hh, qq, kk = torch.meshgrid(torch.arange(layers), torch.arange(heads),
+                                    torch.arange(b), torch.arange(b), indexing="ij")
+    labels = pd.Series([_span_label(tokens, *s) for s in spans], dtype="string")
+    frame = pd.DataFrame({"layer": ll.flatten().numpy(), "head": hh.flatten().numpy(),
+                          "qb": qq.flatten().numpy(), "kb": kk.flatten().numpy(),
+                          "weight": pooled.flatten().numpy()})
+    frame["query"] = labels.iloc[frame["qb"]].to_numpy()
+    frame["key"] = labels.iloc[frame["kb"]].to_numpy()
+    return frame
+
+
+def grid_chart(frame: pd.DataFrame, lang: str, *, cell_px: int = 5) -> alt.Chart:
+    """Every head as a small square, layers down and heads across; click one to pick it."""
+    b = int(frame["qb"].max()) + 1
+    step = b + 1                                                         # one blank block between heads
+    data = frame.assign(x=frame["head"] * step + frame["kb"],
+                        y=frame["layer"] * step + frame["qb"])
+    data = data.assign(x2=data["x"] + 1, y2=data["y"] + 1)
+    heads, layers = int(frame["head"].max()) + 1, int(frame["layer"].max()) + 1
+    pick = alt.selection_point(name=GRID_PICK, fields=["layer", "head"], on="click",
+                               clear=False, empty=False)
+
+    def axis(count: int, key: str) -> alt.Axis:
+        return alt.Axis(values=[i * step + b / 2 for i in range(count)], grid=False, ticks=False,
+                        domain=False, labelExpr=f"{_js(_t(lang, key))} + floor(datum.value / {step})",
+                        labelAngle=0)
+
+    return alt.Chart(data).mark_rect().encode(
+        x=alt.X("x:Q", title=_t(lang, "grid_heads"), axis=axis(heads, "grid_head"),
+                scale=alt.Scale(domain=[0, heads * step - 1], nice=False, zero=False)),
+        x2="x2:Q",
+        y=alt.Y("y:Q", title=_t(lang, "grid_layers"), axis=axis(layers, "grid_layer"),
+                scale=alt.Scale(domain=[0, layers * step - 1], nice=False, zero=False,
+                                reverse=True)),
+        y2="y2:Q",
+        color=alt.Color("weight:Q", title=_t(lang, "weight"),
+                        scale=alt.Scale(scheme="blues", domain=[0, 1])),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.8)),
+        stroke=alt.condition(pick, alt.value("#d62728"), alt.value(None)),
+        tooltip=[alt.Tooltip("layer:Q", title=_t(lang, "layer")),
+                 alt.Tooltip("head:Q", title=_t(lang, "head")),
+                 alt.Tooltip("query:N", title=_t(lang, "query")),
+                 alt.Tooltip("key:N", title=_t(lang, "key")),
+                 alt.Tooltip("weight:Q", title=_t(lang, "weight"), format=".3f")],
+    ).add_params(pick).properties(width=heads * step * cell_px, height=layers * step * cell_px)
+
+
+# ---- per-head statistics ------------------------------------------------------------------
+
+def head_stat_chart(table: pd.DataFrame, column: str, lang: str) -> alt.Chart:
+    """One statistic of the per-head table as a layers x heads heatmap."""
+    if column not in HEAD_COLUMNS:
+        raise ValueError(f"unknown head statistic {column!r}")
+    heads = int(table["head"].max()) + 1
+    layers = int(table["layer"].max()) + 1
+    domain = None if column == "entropy" else [0, 1]
+    return alt.Chart(table).mark_rect().encode(
+        x=alt.X("head:O", title=_t(lang, "head")),
+        y=alt.Y("layer:O", title=_t(lang, "layer")),
+        color=alt.Color(f"{column}:Q", title=_t(lang, f"col_{column}"),
+                        scale=alt.Scale(scheme="viridis", domain=domain)),
+        tooltip=[alt.Tooltip("layer:Q", title=_t(lang, "layer")),
+                 alt.Tooltip("head:Q", title=_t(lang, "head")),
+                 *[alt.Tooltip(f"{c}:Q", title=_t(lang, f"col_{c}"), format=".3f")
+                   for c in HEAD_COLUMNS]],
+    ).properties(width=heads * 34, height=layers * 30)
+
+
+# ---- token x token matrices (rollout, value-weighted) -------------------------------------
+
+def matrix_frame(matrix: torch.Tensor, tokens) -> pd.DataFrame:
+    """(n, n) -> one row per cell: query_pos, query_token, key_pos, key_token, value."""
+    n = matrix.shape[0]
+    qq, kk = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")
+    frame = pd.DataFrame({"query_pos": qq.flatten().numpy(), "key_pos": kk.flatten().numpy(),
+                          "value": matrix.flatten().numpy()})
+    toks = pd.Series(list(tokens), dtype="string")
+    frame.insert(1, "query_token", toks.iloc[frame["query_pos"]].to_numpy())
+    frame.insert(3, "key_token", toks.iloc[frame["key_pos"]].to_numpy())
+    return frame
+
+
+def matrix_chart(frame: pd.DataFrame, tokens, lang: str, *, value_title: str,
+                 scheme: str = "blues", size: int = 360) -> alt.Chart:
+    """A query x key heatmap whose axes are positions labelled with their tokens."""
+    n = len(tokens)
+    labels = n <= 64
+
+    def axis(field: str, title_key: str, orient: str) -> alt.X | alt.Y:
+        enc = alt.X if orient == "x" else alt.Y
+        return enc(f"{field}:O", title=_t(lang, title_key), sort="ascending",
+                   axis=alt.Axis(labelExpr=position_label_expr(tokens), labels=labels,
+                                 ticks=labels, labelLimit=100,
+                                 **({"labelAngle": -50} if orient == "x" else {})))
+
+    return alt.Chart(frame).mark_rect().encode(
+        x=axis("key_pos", "key", "x"),
+        y=axis("query_pos", "query", "y"),
+        color=alt.Color("value:Q", title=value_title, scale=alt.Scale(scheme=scheme, zero=True)),
+        tooltip=[alt.Tooltip("query_token:N", title=_t(lang, "query")),
+                 alt.Tooltip("query_pos:Q", title=_t(lang, "query_pos")),
+                 alt.Tooltip("key_token:N", title=_t(lang, "key")),
+                 alt.Tooltip("key_pos:Q", title=_t(lang, "key_pos")),
+                 alt.Tooltip("value:Q", title=value_title, format=".4f")],
+    ).properties(width=size, height=size)
+
+
+def norm_frame(f_norm: torch.Tensor, weight_in: torch.Tensor, tokens) -> pd.DataFrame:
+    """Per key position: ||f(x_j)|| and the mean weight the head gives to j."""
+    return pd.DataFrame({"key_pos": range(len(tokens)),
+                         "key_token": pd.Series(list(tokens), dtype="string"),
+                         "f_norm": f_norm.numpy(), "mean_weight": weight_in.numpy()})
+
+
+def norm_chart(frame: pd.DataFrame, tokens, lang: str, *, width: int = 740) -> alt.Chart:
+    """Bars of ||f(x_j)|| per key: a large weight on a key with a short vector moves little."""
+    n = len(tokens)
+    return alt.Chart(frame).mark_bar().encode(
+        x=alt.X("key_pos:O", title=_t(lang, "key"),
+                axis=alt.Axis(labelExpr=position_label_expr(tokens), labels=n <= 64,
+                              labelAngle=-50, labelLimit=100)),
+        y=alt.Y("f_norm:Q", title=_t(lang, "f_norm")),
+        color=alt.Color("mean_weight:Q", title=_t(lang, "mean_weight"),
+                        scale=alt.Scale(scheme="blues", domain=[0, 1])),
+        tooltip=[alt.Tooltip("key_token:N", title=_t(lang, "key")),
+                 alt.Tooltip("key_pos:Q", title=_t(lang, "key_pos")),
+                 alt.Tooltip("f_norm:Q", title=_t(lang, "f_norm"), format=".3f"),
+                 alt.Tooltip("mean_weight:Q", title=_t(lang, "mean_weight"), format=".3f")],
+    ).properties(width=width, height=200)

@@ -1,0 +1,129 @@
+"""Sections of the Model heads page, each drawn from a cached ModelReport.
+
+The page script stays a list of calls; the drawing, the head picker (URL-backed, and set by
+a click on the grid) and the explanations live here.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from ..charts import model as charts
+from ..headstats import HEAD_COLUMNS
+from ..pretrained import HEADS, LAYERS
+from . import model as cached
+from .export import chart_buttons, csv_button
+from .state import view_widget
+from .text import lang, t
+
+LAYER_VIEW, HEAD_VIEW, STAT_VIEW = "mlayer", "mhead", "mstat"
+GRID_KEY = "model_grid"
+_APPLIED = "model_grid_applied"   # the last grid click already copied into the pickers
+
+# Formulas are symbols only, the same in every language; the words around them are in model.toml.
+FORMULAS = {
+    "attention": r"\alpha^{(l,h)} = \operatorname{softmax}\!\Big(\frac{(x W_Q^h + b_Q^h)"
+                 r"(x W_K^h + b_K^h)^\top}{\sqrt{d_\text{head}}}\Big),\quad d_\text{head} = 32",
+    "unscaled": r"\tilde\alpha^{(l,h)} = \operatorname{softmax}\!\big(q\,k^\top\big)"
+                r" = \operatorname{softmax}\!\big(\sqrt{32}\cdot q\,k^\top/\sqrt{32}\big)",
+    "stats": r"H = \frac1n\sum_i\Big(-\sum_j \alpha_{ij}\ln\alpha_{ij}\Big),\quad"
+             r"\text{[SEP]} = \frac1n\sum_i\sum_{j:\,t_j=\text{[SEP]}}\alpha_{ij},\quad"
+             r"\text{prev} = \frac1{n-1}\sum_{i\ge1}\alpha_{i,i-1}",
+    "rollout": r"A_l = \operatorname{rownorm}\!\Big(\tfrac12\,\frac1H\sum_h \alpha^{(l,h)}"
+               r" + \tfrac12 I\Big),\qquad R_0 = A_0,\quad R_l = A_l\,R_{l-1}",
+    "value": r"\big\|\alpha_{ij}\,f(x_j)\big\|,\qquad f(x) = (x W_V^h + b_V^h)\,W_O^h",
+}
+
+
+def draw_pieces(tokens: tuple[str, ...]) -> None:
+    st.caption(t("model.pieces", n=len(tokens)))
+    st.code(" ".join(tokens), language=None, wrap_lines=True)
+
+
+def draw_grid(report) -> None:
+    """All 72 heads, pooled; a click on one copies its layer and head into the pickers."""
+    st.subheader(t("model.grid_title"))
+    st.caption(t("model.grid_help", cells=charts.GRID_CELLS))
+    chart = charts.grid_chart(charts.grid_frame(report.weights, report.tokens), lang())
+    event = st.altair_chart(chart, on_select="rerun", selection_mode=charts.GRID_PICK,
+                            key=GRID_KEY, width="content")
+    picked = (event.selection.get(charts.GRID_PICK) if event else None) or []
+    if picked:
+        choice = (int(picked[0]["layer"]), int(picked[0]["head"]))
+        if st.session_state.get(_APPLIED) != choice:
+            st.session_state[_APPLIED] = choice
+            st.session_state["view_" + LAYER_VIEW], st.session_state["view_" + HEAD_VIEW] = choice
+
+
+def pick_head() -> tuple[int, int]:
+    """Layer and head pickers, kept in the URL as ?mlayer=&mhead=."""
+    left, right, _ = st.columns([1, 1, 2])
+    with left:
+        layer = view_widget(LAYER_VIEW, st.selectbox, default=0, cast=int,
+                            valid=lambda v: v in range(LAYERS), label=t("model.layer"),
+                            options=range(LAYERS))
+    with right:
+        head = view_widget(HEAD_VIEW, st.selectbox, default=0, cast=int,
+                           valid=lambda v: v in range(HEADS), label=t("model.head"),
+                           options=range(HEADS))
+    return layer, head
+
+
+def draw_table(report) -> None:
+    """The sortable per-head table and one of its columns as a layers x heads heatmap."""
+    st.subheader(t("model.table_title"))
+    st.caption(t("model.table_help"))
+    names = {c: t(f"model.col_{c}") for c in ("layer", "head", *HEAD_COLUMNS)}
+    config = {names[c]: st.column_config.NumberColumn(format="%.3f", help=t(f"model.help_{c}"))
+              for c in HEAD_COLUMNS}
+    st.dataframe(report.table.rename(columns=names), hide_index=True, width="stretch",
+                 height=300, column_config=config)
+    csv_button(report.table, "minilm_heads")
+    stat = view_widget(STAT_VIEW, st.selectbox, default="to_sep", cast=str,
+                       valid=lambda v: v in HEAD_COLUMNS, label=t("model.stat"),
+                       options=list(HEAD_COLUMNS), format_func=lambda c: names[c])
+    chart = charts.head_stat_chart(report.table, stat, lang())
+    st.altair_chart(chart, width="content")
+    chart_buttons(chart, f"minilm_{stat}")
+
+
+def draw_rollout(report, layer: int) -> None:
+    st.subheader(t("model.rollout_title", layer=layer))
+    st.caption(t("model.rollout_help"))
+    frame = charts.matrix_frame(report.rollout[layer], report.tokens)
+    chart = charts.matrix_chart(frame, report.tokens, lang(), value_title=t("model.rollout"),
+                                scheme="purples")
+    st.altair_chart(chart, width="content")
+    with st.container(horizontal=True):
+        csv_button(frame, f"minilm_rollout_l{layer}")
+        chart_buttons(chart, f"minilm_rollout_l{layer}")
+
+
+def draw_value_weighted(text: str, tokens: tuple[str, ...], layer: int, head: int) -> None:
+    """Raw weights beside ||alpha_ij f(x_j)||, and ||f(x_j)|| per key."""
+    st.subheader(t("model.value_title", layer=layer, head=head))
+    st.caption(t("model.value_help"))
+    alpha, norms, f_norm = cached.value_weighted(text, layer, head)
+    left, right = st.columns(2)
+    size = 330
+    with left:
+        st.markdown(t("model.value_raw"))
+        st.altair_chart(charts.matrix_chart(charts.matrix_frame(alpha, tokens), tokens, lang(),
+                                            value_title=t("model.weight"), size=size),
+                        width="content")
+    with right:
+        st.markdown(t("model.value_norm"))
+        st.altair_chart(charts.matrix_chart(charts.matrix_frame(norms, tokens), tokens, lang(),
+                                            value_title=t("model.norm"), scheme="oranges",
+                                            size=size),
+                        width="content")
+    chart = charts.norm_chart(charts.norm_frame(f_norm, alpha.mean(dim=0), tokens), tokens,
+                              lang())
+    st.altair_chart(chart, width="content")
+
+
+def draw_explanations() -> None:
+    with st.expander(t("model.explain_title"), icon=":material/school:"):
+        for part in ("attention", "unscaled", "stats", "rollout", "value"):
+            st.markdown(t(f"model.explain_{part}"))
+            st.latex(FORMULAS[part])
+        st.markdown(t("model.explain_sources"))
