@@ -131,8 +131,9 @@ def score_distribution_chart(hist: pd.DataFrame, stats: pd.DataFrame, lang: str,
             x=alt.X("bin_start:Q", title=_t(lang, f"axis_{row.series}"),
                     scale=alt.Scale(nice=False)),
             x2="bin_end:Q")
-        bars = base.mark_bar(color=COLORS[row.series], opacity=0.8, binSpacing=0).encode(
+        bars = base.mark_rect(color=COLORS[row.series], opacity=0.85).encode(
             y=alt.Y("share:Q", title=_t(lang, "axis_share"), axis=alt.Axis(format="%")),
+            y2=alt.datum(0),
             tooltip=[alt.Tooltip("bin_start:Q", title=_t(lang, "tip_from"), format=".3f"),
                      alt.Tooltip("bin_end:Q", title=_t(lang, "tip_to"), format=".3f"),
                      alt.Tooltip("count:Q", title=_t(lang, "tip_count"), format=","),
@@ -240,9 +241,9 @@ def row_metric_chart(frame: pd.DataFrame, tokens: tuple[str, ...], lang: str,
 def row_metric_hist_chart(bins: pd.DataFrame, lang: str, width: int = 430,
                           height: int = 180) -> alt.FacetChart:
     """The same four metrics as distributions over all rows (for long inputs)."""
-    chart = alt.Chart(bins).mark_bar(opacity=0.6, binSpacing=0).encode(
+    chart = alt.Chart(bins).mark_rect(opacity=0.6).encode(
         x=alt.X("bin_start:Q", title=None, scale=alt.Scale(nice=False)), x2="bin_end:Q",
-        y=alt.Y("count:Q", title=_t(lang, "axis_rows"), stack=None),
+        y=alt.Y("count:Q", title=_t(lang, "axis_rows"), stack=None), y2=alt.datum(0),
         color=_variant_color(lang),
         tooltip=[alt.Tooltip("variant:N", title=" "),
                  alt.Tooltip("bin_start:Q", title=_t(lang, "tip_from"), format=".3f"),
@@ -277,13 +278,13 @@ def sweep_chart(sweep: pd.DataFrame, lang: str, *, temperature: float = 1.0,
     long = sweep_long(sweep)
     ref = sweep_reference(sweep["d_k"], temperature)
     ref_label = _t(lang, "ref_sqrt_dk" if temperature == 1.0 else "ref_sqrt_dk_t")
-    ref = ref.assign(variant=None, reference=ref_label)
+    ref = ref.assign(variant="reference", reference=ref_label)
     data = pd.concat([long, ref], ignore_index=True)
     data["is_ref"] = data["reference"].notna()
     data["reference"] = data["reference"].fillna("")
     x = alt.X("d_k:Q", title="d_k", scale=alt.Scale(type="log", base=2, nice=False),
-              axis=alt.Axis(values=sorted(set(sweep["d_k"].tolist())), format="d",
-                            labelOverlap="greedy"))
+              axis=alt.Axis(values=[d for d in sorted(set(sweep["d_k"].tolist()))
+                                    if math.log2(d) % 2 == 0], format="d"))
     tooltip = [alt.Tooltip("d_k:Q", format="d"), alt.Tooltip("variant:N", title=" "),
                alt.Tooltip("value:Q", title=_t(lang, "tip_value"), format=".4f")]
     lines = alt.Chart().transform_filter("!datum.is_ref").mark_line(point=True).encode(
@@ -364,32 +365,46 @@ def saturation_chart(points: pd.DataFrame, curve: pd.DataFrame, n_keys: int,
 # ---- numbers for the page's metrics and its written conclusions ------------------------
 
 def summary(a: Analysis, heads: list[int]) -> pd.DataFrame:
-    """Mean of each row metric over the heads' rows, plus the share of saturated rows:
-    index variant (scaled, unscaled), one column per metric and `saturated`."""
+    """Means over the heads' rows, index variant (scaled, unscaled): one column per row
+    metric, `saturated` (share of rows with max weight above SATURATED) and the mean Jacobian
+    norm of the saturated and of the other rows (`jacobian_saturated`, `jacobian_other`;
+    NaN where there is no such row: these two are for sentences, never for a chart)."""
     rows = {}
     for variant, values in (("scaled", a.scaled_metrics), ("unscaled", a.unscaled_metrics)):
-        rows[variant] = {name: values[name][heads].mean().item() for name in ROW_METRICS}
-        rows[variant]["saturated"] = (values["max_weight"][heads] > SATURATED).float().mean().item()
+        row = {name: values[name][heads].mean().item() for name in ROW_METRICS}
+        sat = values["max_weight"][heads] > SATURATED                 # (len(heads), n)
+        jac = values["jacobian_norm"][heads]                          # (len(heads), n)
+        row["saturated"] = sat.double().mean().item()
+        row["jacobian_saturated"] = jac[sat].mean().item() if sat.any() else math.nan
+        row["jacobian_other"] = jac[~sat].mean().item() if (~sat).any() else math.nan
+        rows[variant] = row
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def conclusions(summ: pd.DataFrame, stats: pd.DataFrame, sweep: pd.DataFrame, d_k: int,
                 lang: str) -> list[str]:
-    """Plain-language findings written from the measured numbers, in `lang`."""
+    """Plain-language findings written from the measured numbers, in `lang`: each sentence
+    is picked by what the numbers show, then filled in with them."""
     s, u = summ.loc["scaled"], summ.loc["unscaled"]
-    st_ = stats.set_index("series")
-    out = [_t(lang, "find_std", d_k=d_k, raw=st_.loc["raw", "std"],
-              sqrt=math.sqrt(d_k), scaled=st_.loc["scaled", "std"])]
+    sd = stats.set_index("series")["std"]
+    out = [_t(lang, "find_std", d_k=d_k, raw=sd["raw"], sqrt=math.sqrt(d_k), scaled=sd["scaled"])]
     out.append(_t(lang, "find_sharper" if u.max_weight > s.max_weight else "find_not_sharper",
-                  d_k=d_k, u_max=u.max_weight, s_max=s.max_weight,
+                  u_max=u.max_weight, s_max=s.max_weight,
                   u_eff=u.effective_tokens, s_eff=s.effective_tokens))
     if s.jacobian_norm > 0 and u.jacobian_norm < s.jacobian_norm:
         out.append(_t(lang, "find_grad_falls", s_jac=s.jacobian_norm, u_jac=u.jacobian_norm,
                       ratio=u.jacobian_norm / s.jacobian_norm))
     else:
-        out.append(_t(lang, "find_grad_same", s_jac=s.jacobian_norm, u_jac=u.jacobian_norm))
-    out.append(_t(lang, "find_saturated", u_sat=u.saturated, s_sat=s.saturated,
-                  threshold=SATURATED))
+        out.append(_t(lang, "find_grad_mean", s_jac=s.jacobian_norm, u_jac=u.jacobian_norm))
+    if u.saturated > 0 and u.saturated < 1:
+        out.append(_t(lang, "find_saturated", u_sat=u.saturated, s_sat=s.saturated,
+                      threshold=SATURATED, sat_jac=u.jacobian_saturated,
+                      other_jac=u.jacobian_other))
+    elif u.saturated == 1:
+        out.append(_t(lang, "find_all_saturated", threshold=SATURATED,
+                      sat_jac=u.jacobian_saturated))
+    else:
+        out.append(_t(lang, "find_none_saturated", threshold=SATURATED))
     lo, hi = sweep["d_k"].min(), sweep["d_k"].max()
     by = sweep.set_index(["d_k", "scaled"])
     out.append(_t(lang, "find_sweep", lo=lo, hi=hi,
