@@ -7,6 +7,7 @@ from attention.errors import UserError
 from attention.ui import cache
 from attention.ui import model as cached
 from attention.ui import model_view as view
+from attention.ui.heatmap_view import draw_comparison
 from attention.ui.layout import page_setup
 from attention.ui.text import message, t
 
@@ -28,12 +29,16 @@ except UserError as err:
     st.stop()
 
 view.draw_pieces(report.tokens)
-view.draw_grid(report)
+grid_slot = st.container()         # the grid shows above the pickers but needs their value
 layer, head = view.pick_head()
+with grid_slot:
+    view.draw_grid(report, (layer, head))
 st.subheader(t("model.compare_title", layer=layer, head=head))
-analysis = cache.analysis(replace(spec, source="pretrained", layer=layer, causal=False,
-                                  temperature=1.0))
-st.write("TODO heatmap_view")
+st.caption(t("model.compare_help"))
+with st.spinner(t("common.computing")):   # the model's own settings: no mask, temperature 1
+    analysis = cache.analysis(replace(spec, source="pretrained", layer=layer, causal=False,
+                                      temperature=1.0))
+draw_comparison(analysis, head, key_prefix="mh")
 view.draw_table(report)
 view.draw_rollout(report, layer)
 view.draw_value_weighted(text, report.tokens, layer, head)

@@ -29,6 +29,12 @@ def _js(value) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def natural_size(chart):
+    """Width/height are the plotting area; axes and legend come on top (Streamlit otherwise
+    fits the whole chart, labels included, into width x height)."""
+    return chart.properties(autosize=alt.AutoSizeParams(type="pad", contains="padding"))
+
+
 def position_label_expr(tokens) -> str:
     """Vega expression labelling an integer position axis with `token ·pos`, so repeated
     tokens keep their own tick (the axis is keyed by position, never by token text)."""
@@ -76,8 +82,10 @@ def grid_frame(weights: torch.Tensor, tokens, cells: int = GRID_CELLS) -> pd.Dat
     return frame
 
 
-def grid_chart(frame: pd.DataFrame, lang: str, *, cell_px: int = 5) -> alt.Chart:
-    """Every head as a small square, layers down and heads across; click one to pick it."""
+def grid_chart(frame: pd.DataFrame, lang: str, *, current: tuple[int, int] | None = None,
+               cell_px: int = 5) -> alt.LayerChart:
+    """Every head as a small square, layers down and heads across; click one to pick it.
+    `current` (layer, head) gets a red frame."""
     b = int(frame["qb"].max()) + 1
     step = b + 1                                                         # one blank block between heads
     data = frame.assign(x=frame["head"] * step + frame["kb"],
@@ -92,7 +100,7 @@ def grid_chart(frame: pd.DataFrame, lang: str, *, cell_px: int = 5) -> alt.Chart
                         domain=False, labelExpr=f"{_js(_t(lang, key))} + floor(datum.value / {step})",
                         labelAngle=0)
 
-    return alt.Chart(data).mark_rect().encode(
+    cells = alt.Chart(data).mark_rect().encode(
         x=alt.X("x:Q", title=_t(lang, "grid_heads"), axis=axis(heads, "grid_head"),
                 scale=alt.Scale(domain=[0, heads * step - 1], nice=False, zero=False)),
         x2="x2:Q",
@@ -102,14 +110,19 @@ def grid_chart(frame: pd.DataFrame, lang: str, *, cell_px: int = 5) -> alt.Chart
         y2="y2:Q",
         color=alt.Color("weight:Q", title=_t(lang, "weight"),
                         scale=alt.Scale(scheme="blues", domain=[0, 1])),
-        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.8)),
-        stroke=alt.condition(pick, alt.value("#d62728"), alt.value(None)),
         tooltip=[alt.Tooltip("layer:Q", title=_t(lang, "layer")),
                  alt.Tooltip("head:Q", title=_t(lang, "head")),
                  alt.Tooltip("query:N", title=_t(lang, "query")),
                  alt.Tooltip("key:N", title=_t(lang, "key")),
                  alt.Tooltip("weight:Q", title=_t(lang, "weight"), format=".3f")],
-    ).add_params(pick).properties(width=heads * step * cell_px, height=layers * step * cell_px)
+    ).add_params(pick)
+    layer, head = current if current is not None else (-1, -1)
+    frame_box = pd.DataFrame({"x": [head * step - 0.25], "x2": [head * step + b + 0.25],
+                              "y": [layer * step - 0.25], "y2": [layer * step + b + 0.25]})
+    box = alt.Chart(frame_box).mark_rect(fill=None, stroke="#d62728", strokeWidth=2).encode(
+        x="x:Q", x2="x2:Q", y="y:Q", y2="y2:Q")
+    return natural_size(alt.layer(cells, box).properties(width=heads * step * cell_px,
+                                                         height=layers * step * cell_px))
 
 
 # ---- per-head statistics ------------------------------------------------------------------
@@ -121,7 +134,7 @@ def head_stat_chart(table: pd.DataFrame, column: str, lang: str) -> alt.Chart:
     heads = int(table["head"].max()) + 1
     layers = int(table["layer"].max()) + 1
     domain = None if column == "entropy" else [0, 1]
-    return alt.Chart(table).mark_rect().encode(
+    return natural_size(alt.Chart(table).mark_rect().encode(
         x=alt.X("head:O", title=_t(lang, "head")),
         y=alt.Y("layer:O", title=_t(lang, "layer")),
         color=alt.Color(f"{column}:Q", title=_t(lang, f"col_{column}"),
@@ -130,7 +143,7 @@ def head_stat_chart(table: pd.DataFrame, column: str, lang: str) -> alt.Chart:
                  alt.Tooltip("head:Q", title=_t(lang, "head")),
                  *[alt.Tooltip(f"{c}:Q", title=_t(lang, f"col_{c}"), format=".3f")
                    for c in HEAD_COLUMNS]],
-    ).properties(width=heads * 34, height=layers * 30)
+    ).properties(width=heads * 34, height=layers * 30))
 
 
 # ---- token x token matrices (rollout, value-weighted) -------------------------------------
@@ -148,19 +161,22 @@ def matrix_frame(matrix: torch.Tensor, tokens) -> pd.DataFrame:
 
 
 def matrix_chart(frame: pd.DataFrame, tokens, lang: str, *, value_title: str,
-                 scheme: str = "blues", size: int = 360) -> alt.Chart:
-    """A query x key heatmap whose axes are positions labelled with their tokens."""
+                 scheme: str = "blues", max_size: int = 720) -> alt.Chart:
+    """A query x key heatmap whose axes are positions labelled with their tokens (every
+    label while each gets 10 px or more, else as many as fit)."""
     n = len(tokens)
-    labels = n <= 64
+    size = min(max(300, 14 * n), max_size)                # 14 px per token, within bounds
+    labels = n <= 128
+    every_label = size / n >= 10
 
     def axis(field: str, title_key: str, orient: str) -> alt.X | alt.Y:
         enc = alt.X if orient == "x" else alt.Y
         return enc(f"{field}:O", title=_t(lang, title_key), sort="ascending",
                    axis=alt.Axis(labelExpr=position_label_expr(tokens), labels=labels,
-                                 ticks=labels, labelLimit=100,
+                                 ticks=labels, labelLimit=100, labelOverlap=not every_label,
                                  **({"labelAngle": -50} if orient == "x" else {})))
 
-    return alt.Chart(frame).mark_rect().encode(
+    return natural_size(alt.Chart(frame).mark_rect().encode(
         x=axis("key_pos", "key", "x"),
         y=axis("query_pos", "query", "y"),
         color=alt.Color("value:Q", title=value_title, scale=alt.Scale(scheme=scheme, zero=True)),
@@ -169,7 +185,7 @@ def matrix_chart(frame: pd.DataFrame, tokens, lang: str, *, value_title: str,
                  alt.Tooltip("key_token:N", title=_t(lang, "key")),
                  alt.Tooltip("key_pos:Q", title=_t(lang, "key_pos")),
                  alt.Tooltip("value:Q", title=value_title, format=".4f")],
-    ).properties(width=size, height=size)
+    ).properties(width=size, height=size))
 
 
 def norm_frame(f_norm: torch.Tensor, weight_in: torch.Tensor, tokens) -> pd.DataFrame:
@@ -182,10 +198,10 @@ def norm_frame(f_norm: torch.Tensor, weight_in: torch.Tensor, tokens) -> pd.Data
 def norm_chart(frame: pd.DataFrame, tokens, lang: str, *, width: int = 740) -> alt.Chart:
     """Bars of ||f(x_j)|| per key: a large weight on a key with a short vector moves little."""
     n = len(tokens)
-    return alt.Chart(frame).mark_bar().encode(
+    return natural_size(alt.Chart(frame).mark_bar().encode(
         x=alt.X("key_pos:O", title=_t(lang, "key"),
                 axis=alt.Axis(labelExpr=position_label_expr(tokens), labels=n <= 64,
-                              labelAngle=-50, labelLimit=100)),
+                              labelAngle=-50, labelLimit=100, labelOverlap=width / n < 10)),
         y=alt.Y("f_norm:Q", title=_t(lang, "f_norm")),
         color=alt.Color("mean_weight:Q", title=_t(lang, "mean_weight"),
                         scale=alt.Scale(scheme="blues", domain=[0, 1])),
@@ -193,4 +209,4 @@ def norm_chart(frame: pd.DataFrame, tokens, lang: str, *, width: int = 740) -> a
                  alt.Tooltip("key_pos:Q", title=_t(lang, "key_pos")),
                  alt.Tooltip("f_norm:Q", title=_t(lang, "f_norm"), format=".3f"),
                  alt.Tooltip("mean_weight:Q", title=_t(lang, "mean_weight"), format=".3f")],
-    ).properties(width=width, height=200)
+    ).properties(width=width, height=200))

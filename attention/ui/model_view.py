@@ -17,7 +17,6 @@ from .text import lang, t
 
 LAYER_VIEW, HEAD_VIEW, STAT_VIEW = "mlayer", "mhead", "mstat"
 GRID_KEY = "model_grid"
-_APPLIED = "model_grid_applied"   # the last grid click already copied into the pickers
 
 # Formulas are symbols only, the same in every language; the words around them are in model.toml.
 FORMULAS = {
@@ -39,19 +38,23 @@ def draw_pieces(tokens: tuple[str, ...]) -> None:
     st.code(" ".join(tokens), language=None, wrap_lines=True)
 
 
-def draw_grid(report) -> None:
-    """All 72 heads, pooled; a click on one copies its layer and head into the pickers."""
+def _apply_grid_click() -> None:
+    """on_select callback: copy the clicked head into the pickers (runs before the rerun)."""
+    event = st.session_state.get(GRID_KEY)
+    picked = ((event or {}).get("selection") or {}).get(charts.GRID_PICK) or []
+    if picked:
+        st.session_state["view_" + LAYER_VIEW] = int(picked[0]["layer"])
+        st.session_state["view_" + HEAD_VIEW] = int(picked[0]["head"])
+
+
+def draw_grid(report, current: tuple[int, int]) -> None:
+    """All 72 heads, pooled; the current head framed; a click on one picks it."""
     st.subheader(t("model.grid_title"))
     st.caption(t("model.grid_help", cells=charts.GRID_CELLS))
-    chart = charts.grid_chart(charts.grid_frame(report.weights, report.tokens), lang())
-    event = st.altair_chart(chart, on_select="rerun", selection_mode=charts.GRID_PICK,
-                            key=GRID_KEY, width="content")
-    picked = (event.selection.get(charts.GRID_PICK) if event else None) or []
-    if picked:
-        choice = (int(picked[0]["layer"]), int(picked[0]["head"]))
-        if st.session_state.get(_APPLIED) != choice:
-            st.session_state[_APPLIED] = choice
-            st.session_state["view_" + LAYER_VIEW], st.session_state["view_" + HEAD_VIEW] = choice
+    chart = charts.grid_chart(charts.grid_frame(report.weights, report.tokens), lang(),
+                              current=current)
+    st.altair_chart(chart, on_select=_apply_grid_click, selection_mode=charts.GRID_PICK,
+                    key=GRID_KEY, width="content")
 
 
 def pick_head() -> tuple[int, int]:
@@ -80,7 +83,7 @@ def draw_table(report) -> None:
     csv_button(report.table, "minilm_heads")
     stat = view_widget(STAT_VIEW, st.selectbox, default="to_sep", cast=str,
                        valid=lambda v: v in HEAD_COLUMNS, label=t("model.stat"),
-                       options=list(HEAD_COLUMNS), format_func=lambda c: names[c])
+                       options=list(HEAD_COLUMNS), format_func=lambda c: names[c], width=300)
     chart = charts.head_stat_chart(report.table, stat, lang())
     st.altair_chart(chart, width="content")
     chart_buttons(chart, f"minilm_{stat}")
@@ -104,17 +107,17 @@ def draw_value_weighted(text: str, tokens: tuple[str, ...], layer: int, head: in
     st.caption(t("model.value_help"))
     alpha, norms, f_norm = cached.value_weighted(text, layer, head)
     left, right = st.columns(2)
-    size = 330
+    size = 340
     with left:
         st.markdown(t("model.value_raw"))
         st.altair_chart(charts.matrix_chart(charts.matrix_frame(alpha, tokens), tokens, lang(),
-                                            value_title=t("model.weight"), size=size),
+                                            value_title=t("model.weight"), max_size=size),
                         width="content")
     with right:
         st.markdown(t("model.value_norm"))
         st.altair_chart(charts.matrix_chart(charts.matrix_frame(norms, tokens), tokens, lang(),
                                             value_title=t("model.norm"), scheme="oranges",
-                                            size=size),
+                                            max_size=size),
                         width="content")
     chart = charts.norm_chart(charts.norm_frame(f_norm, alpha.mean(dim=0), tokens), tokens,
                               lang())
