@@ -12,7 +12,7 @@ from attention.ui.state import view_widget
 from attention.ui.text import t
 
 METRIC_FORMATS = {"entropy": "{:.3f}", "effective_tokens": "{:.2f}", "max_weight": "{:.3f}",
-                  "jacobian_norm": "{:.4f}"}
+                  "jacobian_norm": "{:.4f}", "saturated": "{:.1%}"}
 
 page = page_setup("nav.scores")
 spec, lang = page.spec, page.lang
@@ -41,18 +41,17 @@ st.subheader(t("scores.summary"))
 top = st.columns(3)
 top[0].metric(t("scores.m_raw_std"), f"{std.loc['raw', 'std']:.3f}",
               help=t("scores.m_raw_std_help", sqrt=std.loc["raw", "expected_std"]))
-top[1].metric(t("scores.m_scaled_std"), f"{std.loc['scaled', 'std']:.3f}",
+top[1].metric(t("scores.m_sqrt_dk"), f"{std.loc['raw', 'expected_std']:.3f}",
+              help=t("scores.m_sqrt_dk_help"))
+top[2].metric(t("scores.m_scaled_std"), f"{std.loc['scaled', 'std']:.3f}",
               help=t("scores.m_scaled_std_help", expected=std.loc["scaled", "expected_std"]))
-top[2].metric(t("scores.m_saturated"), f"{summary.loc['unscaled', 'saturated']:.1%}",
-              delta=f"{summary.loc['unscaled', 'saturated'] - summary.loc['scaled', 'saturated']:+.1%}",
-              delta_color="off", help=t("scores.m_saturated_help", threshold=charts.SATURATED))
-for variant in charts.VARIANTS:
-    cols = st.columns(len(METRIC_FORMATS))
-    for col, (name, fmt) in zip(cols, METRIC_FORMATS.items()):
-        value = summary.loc[variant, name]
-        delta = None if variant == "scaled" else fmt.format(value - summary.loc["scaled", name])
-        col.metric(t(f"scores.m_{variant}", metric=t(f"scores.metric_{name}")), fmt.format(value),
-                   delta=delta, delta_color="off", help=t("scores.m_delta_help"))
+for col, (name, fmt) in zip(st.columns(len(METRIC_FORMATS)), METRIC_FORMATS.items()):
+    col.markdown(f"**{t(f'scores.short_{name}')}**",
+                 help=t(f"scores.help_{name}", threshold=charts.SATURATED))
+    scaled, unscaled = summary.loc["scaled", name], summary.loc["unscaled", name]
+    col.metric(t("scores.m_scaled"), fmt.format(scaled))
+    col.metric(t("scores.m_unscaled"), fmt.format(unscaled), delta=fmt.format(unscaled - scaled),
+               delta_color="off", help=t("scores.m_delta_help"))
 
 with st.container(border=True):
     st.markdown(f"**{t('scores.findings')}**")
@@ -99,7 +98,14 @@ chart_buttons(chart, "saturation")
 
 # ---- why higher attention is not better, and the formulas ------------------------------
 st.subheader(t("scores.sec_why"))
-st.markdown(t("scores.why_body"))
+why, demo = st.columns([3, 2], gap="large")
+why.markdown(t("scores.why_body"))
+demo.caption(t("scores.one_ahead"))
+demo.dataframe(charts.one_logit_ahead(), hide_index=True, column_config={
+    "gap": st.column_config.NumberColumn(t("scores.col_gap"), format="%.0f"),
+    "max_weight": st.column_config.NumberColumn(t("scores.col_max_weight"), format="%.4f"),
+    "jacobian_norm": st.column_config.NumberColumn(t("scores.col_jacobian"), format="scientific"),
+})
 with st.expander(t("scores.formulas"), icon=":material/function:"):
     st.markdown(t("scores.f_softmax"))
     st.latex(r"p_{ij} = \frac{\exp(s\,q_i\cdot k_j / T)}{\sum_l \exp(s\,q_i\cdot k_l / T)},"

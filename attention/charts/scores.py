@@ -20,6 +20,7 @@ import torch
 
 from .. import metrics
 from ..analysis import Analysis
+from ..core import attention
 from ..i18n import translate
 
 SERIES = ("raw", "scaled")               # q.k before any scale; the logits softmax sees
@@ -120,7 +121,7 @@ def score_histogram(a: Analysis, heads: list[int], stats: pd.DataFrame | None = 
 
 
 def score_distribution_chart(hist: pd.DataFrame, stats: pd.DataFrame, lang: str,
-                             width: int = 420, height: int = 240) -> alt.HConcatChart:
+                             width: int = 370, height: int = 220) -> alt.HConcatChart:
     """Raw q.k next to the scaled logits, each with its measured std (solid rules at
     mean +- std) and the std the theory expects (dashed rules at +- expected)."""
     panels = []
@@ -217,7 +218,7 @@ def _lookup_expr(labels: dict[str, str]) -> str:
 
 
 def row_metric_chart(frame: pd.DataFrame, tokens: tuple[str, ...], lang: str,
-                     width: int = 430, height: int = 180) -> alt.FacetChart:
+                     width: int = 380, height: int = 170) -> alt.FacetChart:
     """Four small multiples (entropy, effective tokens, max weight, Jacobian norm) against
     the query position, scaled vs unscaled."""
     n = len(tokens)
@@ -238,7 +239,7 @@ def row_metric_chart(frame: pd.DataFrame, tokens: tuple[str, ...], lang: str,
             .resolve_scale(y="independent"))
 
 
-def row_metric_hist_chart(bins: pd.DataFrame, lang: str, width: int = 430,
+def row_metric_hist_chart(bins: pd.DataFrame, lang: str, width: int = 380,
                           height: int = 180) -> alt.FacetChart:
     """The same four metrics as distributions over all rows (for long inputs)."""
     chart = alt.Chart(bins).mark_rect(opacity=0.6).encode(
@@ -271,7 +272,7 @@ def sweep_reference(d_ks, temperature: float) -> pd.DataFrame:
 
 
 def sweep_chart(sweep: pd.DataFrame, lang: str, *, temperature: float = 1.0,
-                current_dk: int | None = None, width: int = 270,
+                current_dk: int | None = None, width: int = 235,
                 height: int = 170) -> alt.FacetChart:
     """Six small multiples against d_k on a log2 axis, scaled vs unscaled; the score-std panel
     carries the sqrt(d_k) reference (dashed) and a vertical rule marks the spec's d_k."""
@@ -360,6 +361,18 @@ def saturation_chart(points: pd.DataFrame, curve: pd.DataFrame, n_keys: int,
                            alt.Tooltip("max_weight:Q", format=".3f"),
                            alt.Tooltip("jacobian_norm:Q", format=".3e")])
     return alt.layer(line, dots).properties(height=height)
+
+
+def one_logit_ahead(gaps=(0.0, 2.0, 5.0, 10.0, 20.0), n_keys: int = 4) -> pd.DataFrame:
+    """SCIENCE.md's saturation table, computed through the core: a row of n_keys logits, one
+    of them ahead of the others by g. Columns gap, max_weight, jacobian_norm."""
+    gaps_t = torch.tensor(gaps, dtype=torch.float64)
+    q = gaps_t[:, None, None]                                    # (rows, 1, 1) the query is g
+    k = torch.zeros(len(gaps), n_keys, 1, dtype=torch.float64)   # (rows, n_keys, 1)
+    k[:, 0, 0] = 1.0                                             # logits (g, 0, ..., 0)
+    p = attention(q, k, k, scale=1.0).weights[:, 0]              # (rows, n_keys)
+    return pd.DataFrame({"gap": gaps_t.numpy(), "max_weight": metrics.max_weight(p).numpy(),
+                         "jacobian_norm": metrics.jacobian_norm(p).numpy()})
 
 
 # ---- numbers for the page's metrics and its written conclusions ------------------------
