@@ -1,0 +1,113 @@
+"""The Model heads page in AppTest: grid drawn, head picked from the URL, table present,
+and the numbers on screen are the model's own attention weights."""
+from __future__ import annotations
+
+import io
+import json
+
+import pyarrow as pa
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from attention import pretrained
+from attention.spec import AttentionSpec
+from tests.apptest import ROOT
+
+TEXT = "the cat sat on the mat ."   # 9 word pieces: the grid is drawn unpooled
+
+
+def open_model_page(spec: AttentionSpec, **params: str) -> AppTest:
+    """A fresh session on /Model_heads?<spec>&<params> (entry script app.py, as in a browser)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.switch_page("pages/3_Model_heads.py")
+    for key, value in {**spec.to_query(), **params}.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def charts(at: AppTest) -> list[tuple[dict, list]]:
+    """(spec, [datasets as DataFrames]) of every vega-lite chart on the page."""
+    out = []
+    for chart in at.get("vega_lite_chart"):
+        frames = [pa.ipc.open_stream(io.BytesIO(d.data.data)).read_all().to_pandas()
+                  for d in chart.proto.datasets]
+        out.append((json.loads(chart.proto.spec), frames))
+    return out
+
+
+@pytest.fixture(scope="module")
+def own_weights():
+    """The model's own output_attentions for TEXT: (layers, heads, n, n)."""
+    m = pretrained.load()
+    enc = m.tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        out = m.model(**enc, output_attentions=True)
+    return torch.stack(out.attentions)[:, 0]
+
+
+@pytest.fixture(scope="module")
+def page():
+    spec = AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained")
+    return open_model_page(spec, mlayer="3", mhead="7")
+
+
+def test_no_exception_and_head_from_url(page):
+    assert not page.exception
+    assert not page.error
+    pickers = {s.label: s.value for s in page.selectbox}
+    assert pickers["Layer"] == 3 and pickers["Head"] == 7
+    assert any("Layer 3, head 7" in s.value for s in page.subheader)
+    assert page.query_params["mlayer"] == "3" and page.query_params["mhead"] == "7"
+    assert page.code[0].value == "[CLS] the cat sat on the mat . [SEP]"
+
+
+def test_grid_holds_all_72_heads_of_the_model(page, own_weights):
+    grids = [(s, f) for s, f in charts(page) if '"pick"' in json.dumps(s)]
+    assert len(grids) == 1
+    frame = max(grids[0][1], key=len)
+    assert len(frame) == 6 * 12 * 9 * 9
+    assert set(zip(frame["layer"], frame["head"])) == {(l, h) for l in range(6) for h in range(12)}
+    cell = frame.set_index(["layer", "head", "qb", "kb"])["weight"]
+    for layer, head, i, j in [(3, 7, 0, 8), (0, 2, 4, 3), (5, 11, 8, 0)]:
+        assert cell[(layer, head, i, j)] == pytest.approx(own_weights[layer, head, i, j].item(),
+                                                          abs=1e-5)
+
+
+def test_comparison_shows_the_picked_head(page, own_weights):
+    cells = [f for _, fs in charts(page) for f in fs if {"weight", "unscaled_weight"} <= set(f)]
+    assert cells, "the scaled/unscaled comparison is missing"
+    frame = cells[0]
+    assert len(frame) == 81 and set(frame["head"]) == {7}
+    got = torch.tensor(frame.sort_values(["query_pos", "key_pos"])["weight"].to_numpy())
+    assert torch.allclose(got.view(9, 9), own_weights[3, 7], atol=1e-5)
+
+
+def test_table_lists_every_head(page, own_weights):
+    table = page.dataframe[0].value
+    assert len(table) == 72
+    row = table[(table["Layer"] == 3) & (table["Head"] == 7)].iloc[0]
+    assert row["To [SEP]"] == pytest.approx(own_weights[3, 7, :, 8].mean().item(), abs=1e-5)
+    assert row["To [CLS]"] == pytest.approx(own_weights[3, 7, :, 0].mean().item(), abs=1e-5)
+
+
+def test_rollout_and_value_weighted_views(page):
+    titles = [s.value for s in page.subheader]
+    assert any("rollout" in s.lower() for s in titles)
+    assert any("Kobayashi" in s for s in titles)
+    norms = [f for _, fs in charts(page) for f in fs if "f_norm" in f]
+    assert len(norms) == 1 and len(norms[0]) == 9 and (norms[0]["f_norm"] >= 0).all()
+
+
+def test_toy_source_note_and_bad_url_head():
+    at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split())), mhead="99", mlayer="x")
+    assert not at.exception
+    assert any("always uses MiniLM" in i.value for i in at.info)
+    pickers = {s.label: s.value for s in at.selectbox}
+    assert pickers["Layer"] == 0 and pickers["Head"] == 0
+
+
+def test_text_too_long_for_the_model_is_a_message():
+    at = open_model_page(AttentionSpec(tokens=("word",) * 600, source="pretrained"))
+    assert not at.exception
+    assert any("512" in e.value for e in at.error)
