@@ -116,11 +116,11 @@ def page(chromium):
     context.close()
 
 
-def wait_for_app(page, timeout: float = 60_000) -> None:
-    """Wait until Streamlit has finished running the script for the current page."""
-    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
-    page.wait_for_function(
-        """() => !document.querySelector('[data-testid="stStatusWidget"]')
-                 && document.querySelector('[data-testid="stMain"]')""",
-        timeout=timeout)
-    page.wait_for_timeout(300)
+def wait_for_app(page, timeout: float = 90_000) -> None:
+    """Wait until Streamlit has connected and finished running the current page's script
+    (the same attributes Streamlit's own end-to-end tests wait on)."""
+    page.wait_for_selector('[data-testid="stApp"][data-test-connection-state="CONNECTED"]',
+                           timeout=timeout)
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]',
+                           timeout=timeout)
+    page.wait_for_timeout(200)

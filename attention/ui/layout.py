@@ -26,6 +26,7 @@ PAGES = (
     ("pages/4_Is_sharper_better.py", "nav.sharper", ":material/science:"),
 )
 EXAMPLE_KEY = "in_example"
+KEEP = "session"  # sidebar widgets keep their values across page switches
 
 
 @dataclass(frozen=True)
@@ -75,18 +76,20 @@ def _choose_example() -> None:
 def _sidebar() -> state.Draft:
     sb = st.sidebar
     sb.selectbox(t("sidebar.language"), list(LANGUAGES), key=LANG_KEY,
-                 format_func=LANGUAGES.get)
+                 format_func=LANGUAGES.get, persist_state=KEEP)
     draft_for_links = state.draft_from_widgets()
     for script, key, icon in PAGES:
         sb.page_link(script, label=t(key), icon=icon,
                      query_params=state.link_params(draft_for_links.spec))
     sb.divider()
-    sb.radio(t("sidebar.source"), SOURCES, key=state.KEY + "source", horizontal=True,
+    sb.radio(t("sidebar.source"), SOURCES, key=state.KEY + "source", horizontal=True, persist_state=KEEP,
              format_func=lambda s: t(f"sidebar.source_{s}"))
     sb.selectbox(t("sidebar.example"), ["", *EXAMPLES], key=EXAMPLE_KEY, on_change=_choose_example,
+                 persist_state=KEEP,
                  format_func=lambda e: t(f"examples.{e}") if e else t("sidebar.example_pick"))
-    sb.text_area(t("sidebar.tokens"), key=state.TEXT, height=120, help=t("sidebar.tokens_help"))
-    sb.selectbox(t("sidebar.format"), FORMATS, key=state.FMT,
+    sb.text_area(t("sidebar.tokens"), key=state.TEXT, height=120, help=t("sidebar.tokens_help"),
+                 persist_state=KEEP)
+    sb.selectbox(t("sidebar.format"), FORMATS, key=state.FMT, persist_state=KEEP,
                  format_func=lambda f: t(f"sidebar.format_{f}"))
     toy = st.session_state[state.KEY + "source"] == "toy"
     with sb.expander(t("sidebar.model_settings"), expanded=True):
@@ -95,20 +98,24 @@ def _sidebar() -> state.Draft:
         _number("heads", toy)
         _number("seed", toy)
         st.toggle(t("sidebar.positional"), key=state.KEY + "positional", disabled=not toy,
+                  persist_state=KEEP,
                   help=t("sidebar.positional_help"))
         if not toy:
-            st.slider(t("sidebar.layer"), *LIMITS["layer"], key=state.KEY + "layer",
+            st.slider(t("sidebar.layer"), *LIMITS["layer"], key=state.KEY + "layer", persist_state=KEEP,
                       help=t("sidebar.layer_help"))
             st.caption(t("sidebar.pretrained_fixed"))
-    st.sidebar.toggle(t("sidebar.causal"), key=state.KEY + "causal", help=t("sidebar.causal_help"))
+    st.sidebar.toggle(t("sidebar.causal"), key=state.KEY + "causal", help=t("sidebar.causal_help"),
+                      persist_state=KEEP)
     lo, hi = LIMITS["temperature"]
     st.sidebar.number_input(t("sidebar.temperature"), min_value=lo, max_value=hi, step=0.1,
-                            key=state.KEY + "temperature", help=t("sidebar.temperature_help"))
+                            key=state.KEY + "temperature", help=t("sidebar.temperature_help"),
+                            persist_state=KEEP)
     return state.draft_from_widgets()
 
 
 def _number(name: str, enabled: bool) -> None:
     lo, hi = LIMITS[name]
     st.number_input(t(f"sidebar.{name}"), min_value=lo, max_value=hi, step=1,
-                    key=state.KEY + name, disabled=not enabled, help=t(f"sidebar.{name}_help"))
+                    key=state.KEY + name, disabled=not enabled, help=t(f"sidebar.{name}_help"),
+                    persist_state=KEEP)
 

@@ -1,0 +1,35 @@
+"""Helpers for AppTest-based page tests."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+from streamlit.testing.v1 import AppTest
+
+from attention.spec import AttentionSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE_FILES = ["app.py", "pages/1_Heatmap.py", "pages/2_Score_analysis.py",
+              "pages/3_Model_heads.py", "pages/4_Is_sharper_better.py"]
+
+
+def run_page(path: str, spec: AttentionSpec | None = None, **params: str) -> AppTest:
+    """Run one page script as a fresh session opened on a URL with spec and params."""
+    at = AppTest.from_file(str(ROOT / path), default_timeout=60)
+    if spec is not None:
+        for key, value in spec.to_query().items():
+            at.query_params[key] = value
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def chart_frames(at: AppTest) -> list[pd.DataFrame]:
+    """Every dataset of every vega-lite chart on the page, as DataFrames."""
+    frames = []
+    for chart in at.get("vega_lite_chart"):
+        for dataset in chart.proto.datasets:
+            frames.append(pa.ipc.open_stream(io.BytesIO(dataset.data.data)).read_all().to_pandas())
+    return frames
