@@ -15,6 +15,7 @@ from ..i18n import LANGUAGES
 from ..spec import LIMITS, SOURCES, AttentionSpec
 from ..tokens import FORMATS
 from . import state
+from .snapshot import snapshot_box
 from .text import LANG_KEY, message, t
 
 # (script, interface-text key of its title, icon); app.py is the Input page.
@@ -45,6 +46,7 @@ class Page:
                                      width="stretch"):
             st.caption(t("sidebar.share_help"))
             st.code(url, language=None, wrap_lines=True)
+        snapshot_box(self.share_slot, self.spec)
 
 
 def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
@@ -55,7 +57,7 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
     st.set_page_config(page_title=f"{t(title_key)} · Attention Explorer",
                        page_icon=":material/grid_on:", layout="wide")
     draft = _sidebar()
-    share_slot = st.sidebar.empty()
+    share_slot = st.sidebar.container()
     for problem in url_problems:
         st.warning(message(problem), icon=":material/link_off:")
     state.write_url(draft.spec)

