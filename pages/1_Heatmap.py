@@ -1,8 +1,19 @@
-"""Placeholder until this page lands: the shared sidebar and the view link work already."""
+"""Heatmap: scaled vs unscaled attention side by side, their difference, all heads, one row.
+
+Long inputs get a pooled overview plus a full-resolution zoom window (attention/ui/heatmap_view.py).
+"""
 import streamlit as st
 
+from attention.ui import cache
+from attention.ui.heatmap_view import draw_explanation, draw_heatmap
 from attention.ui.layout import page_setup
+from attention.ui.text import t
 
 page = page_setup("nav.heatmap")
-st.info("Coming soon.")
+spec = page.spec
+st.caption(t("heatmap.intro"))
+with st.spinner(t("common.computing")):
+    analysis = cache.analysis(spec)
+draw_heatmap(analysis, key_prefix="hm")
+draw_explanation()
 page.finish()

@@ -1,0 +1,319 @@
+"""Charts of the Heatmap page: the attention matrix, scaled vs unscaled, and their difference.
+
+Two kinds of grid, both drawn by the same builders:
+
+- cells (`CellAxes`): one rect per (query, key) cell of a window, from `frames.cells`. Axes
+  are ordinal on POSITION, labelled with the token text through labelExpr, so repeated
+  tokens keep their own row and column; tooltips carry tokens, positions, raw and scaled
+  scores and both weights; numbers are printed in the cells when the grid is small.
+- blocks (`BlockAxes`): one rect per pooled block, from `pooling.pooled_cells`, spanning its
+  [start, stop) positions on a quantitative 0..n axis; drawn on a canvas. This is the
+  overview that keeps 2048 tokens as fast to show as 16 (DESIGN.md: one rect per cell costs
+  ~1.6 s at 128 x 128 and ~12.5 s at 512 x 512 in Chromium).
+
+Colour: the scaled and unscaled panels share one sequential scale (same explicit domain and
+scheme), the difference panel has a diverging scale centred on 0. No streamlit here; labels
+come from attention/locales/<lang>/heatmap.toml through `translate`.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import altair as alt
+import pandas as pd
+
+from ..i18n import translate
+from ..pooling import Blocks, block_preview
+
+VALUES = ("weight", "unscaled_weight", "difference")   # the three panels, left to right
+WEIGHT_SCHEME, DIFF_SCHEME = "blues", "redblue"
+PANEL = 250            # px: side of one square panel (three fit a 1400 px window)
+GRID_PANEL = 170       # px: side of one head in the all-heads grid
+NUMBERS_MAX = 16       # print the weights in the cells when a side has at most this many cells
+LABEL_CHARS = 12       # axis labels cut long tokens to this many characters
+BOX_COLOR = "#e4572e"  # the zoom window's outline on the overview
+CANVAS = {"embedOptions": {"renderer": "canvas"}}  # pooled charts: canvas is faster than SVG
+
+
+def _t(lang: str, key: str, **values) -> str:
+    return translate(lang, f"heatmap.{key}", **values)
+
+
+@dataclass(frozen=True)
+class CellAxes:
+    """A full-resolution grid: rows are the query positions, columns the key positions."""
+    queries: range
+    keys: range
+    query_tokens: tuple[str, ...]   # token at each position of `queries`, in order
+    key_tokens: tuple[str, ...]
+
+    @property
+    def side(self) -> int:
+        return max(len(self.queries), len(self.keys))
+
+
+@dataclass(frozen=True)
+class BlockAxes:
+    """A pooled grid over 0..n positions on both axes, blocks of `size` positions."""
+    n: int
+    size: int
+    how: str                       # "max" or "mean"
+    previews: tuple[str, ...] = ()  # per block: its first and last token, for tooltips
+
+    @property
+    def side(self) -> int:
+        return math.ceil(self.n / self.size)
+
+
+def block_axes(tokens: Sequence[str], blocks: Blocks, how: str) -> BlockAxes:
+    previews = tuple(block_preview(tokens, blocks, i) for i in range(blocks.count))
+    return BlockAxes(n=blocks.n, size=blocks.size, how=how, previews=previews)
+
+
+# A pooled chart ships only these numeric columns; positions, range labels and token
+# previews are derived in the browser from the block index (see _block_data).
+BLOCK_COLUMNS = {"head": "int16", "query_block": "int16", "key_block": "int16",
+                 "weight": "float32", "unscaled_weight": "float32", "difference": "float32",
+                 "cells": "int32"}
+
+
+def _block_data(frame: pd.DataFrame, axes: BlockAxes):
+    """(small numeric frame, calculate transforms that rebuild the tooltip columns)."""
+    data = frame[list(BLOCK_COLUMNS)].astype(BLOCK_COLUMNS)
+    previews = json.dumps(list(axes.previews), ensure_ascii=True)
+    calc = {}
+    for axis in ("query", "key"):
+        b = f"datum.{axis}_block"
+        start, stop = f"({b} * {axes.size})", f"min({axes.n}, ({b} + 1) * {axes.size})"
+        calc[f"{axis}_start"] = start
+        calc[f"{axis}_stop"] = stop
+        calc[f"{axis}_range"] = (f"{stop} - 1 == {start} ? '' + {start} : "
+                                 f"{start} + '-' + ({stop} - 1)")
+        calc[f"{axis}_tokens"] = f"{previews}[{b}]" if axes.previews else "''"
+    return data, calc
+
+
+def cell_axes(tokens: Sequence[str], queries: range, keys: range) -> CellAxes:
+    return CellAxes(queries, keys, tuple(tokens[queries.start:queries.stop]),
+                    tuple(tokens[keys.start:keys.stop]))
+
+
+def label_expr(labels: Sequence[str], start: int) -> str:
+    """Vega expression that maps a position (datum.value) to its token text.
+
+    The labels are a JSON array (ASCII-escaped, so any token is a valid string literal);
+    position p reads element p - start."""
+    clipped = [tok if len(tok) <= LABEL_CHARS else tok[: LABEL_CHARS - 1] + "…" for tok in labels]
+    return f"{json.dumps(clipped, ensure_ascii=True)}[datum.value - {int(start)}]"
+
+
+def _font(step: float) -> float:
+    return max(7.0, min(12.0, step * 0.6))
+
+
+def _token_axis(axis: CellAxes, which: str, lang: str, show: bool) -> dict:
+    rng = axis.queries if which == "query" else axis.keys
+    labels = axis.query_tokens if which == "query" else axis.key_tokens
+    step = PANEL / max(1, len(rng))
+    if not show:
+        return {"axis": alt.Axis(labels=False, ticks=False, title=None, domain=False)}
+    return {"axis": alt.Axis(title=_t(lang, f"axis_{which}"), labelExpr=label_expr(labels, rng.start),
+                             labelFontSize=_font(step), labelLimit=90, labelOverlap="greedy",
+                             labelAngle=-90 if which == "key" else 0, ticks=False)}
+
+
+def _position_axis(which: str, lang: str, show: bool) -> alt.Axis:
+    if not show:
+        return alt.Axis(labels=False, ticks=False, title=None, grid=False)
+    return alt.Axis(title=_t(lang, f"axis_{which}_position"), format="d", tickCount=8, grid=False)
+
+
+def _xy(axes: CellAxes | BlockAxes, lang: str, show_y: bool, show_x: bool = True) -> dict:
+    """x/y (and x2/y2 for blocks) encodings of one panel."""
+    if isinstance(axes, CellAxes):
+        return {
+            "x": alt.X("key_pos:O", scale=alt.Scale(domain=list(axes.keys)),
+                       **_token_axis(axes, "key", lang, show_x)),
+            "y": alt.Y("query_pos:O", scale=alt.Scale(domain=list(axes.queries)),
+                       **_token_axis(axes, "query", lang, show_y)),
+        }
+    domain = alt.Scale(domain=[0, axes.n], nice=False, zero=False)
+    return {
+        "x": alt.X("key_start:Q", scale=domain, axis=_position_axis("key", lang, show_x)),
+        "x2": alt.X2("key_stop:Q"),
+        "y": alt.Y("query_start:Q", axis=_position_axis("query", lang, show_y),
+                   scale=alt.Scale(domain=[0, axes.n], nice=False, zero=False, reverse=True)),
+        "y2": alt.Y2("query_stop:Q"),
+    }
+
+
+def _tooltip(axes: CellAxes | BlockAxes, lang: str) -> list[alt.Tooltip]:
+    suffix = "" if isinstance(axes, CellAxes) else f" ({_t(lang, f'pooled_{axes.how}')})"
+    weights = [alt.Tooltip(f"{v}:Q", title=_t(lang, f"tip_{v}") + suffix, format=".4f")
+               for v in VALUES]
+    if isinstance(axes, CellAxes):
+        return [
+            alt.Tooltip("query_token:N", title=_t(lang, "tip_query_token")),
+            alt.Tooltip("query_pos:Q", title=_t(lang, "tip_query_pos")),
+            alt.Tooltip("key_token:N", title=_t(lang, "tip_key_token")),
+            alt.Tooltip("key_pos:Q", title=_t(lang, "tip_key_pos")),
+            alt.Tooltip("raw_score:Q", title=_t(lang, "tip_raw_score"), format=".3f"),
+            alt.Tooltip("scaled_score:Q", title=_t(lang, "tip_scaled_score"), format=".3f"),
+            *weights,
+        ]
+    return [
+        alt.Tooltip("query_range:N", title=_t(lang, "tip_query_range")),
+        alt.Tooltip("query_tokens:N", title=_t(lang, "tip_query_tokens")),
+        alt.Tooltip("key_range:N", title=_t(lang, "tip_key_range")),
+        alt.Tooltip("key_tokens:N", title=_t(lang, "tip_key_tokens")),
+        *weights,
+        alt.Tooltip("cells:Q", title=_t(lang, "tip_cells")),
+    ]
+
+
+def color_scale(frame: pd.DataFrame, value: str, shared: bool = True) -> alt.Scale:
+    """Weights: [0, the larger max of the scaled and unscaled columns], so both panels share
+    one scale (shared=False: the column's own max). Differences: symmetric around 0, mid 0."""
+    if value == "difference":
+        m = float(frame["difference"].abs().max()) if len(frame) else 0.0
+        m = m if m > 0 else 1e-6
+        return alt.Scale(scheme=DIFF_SCHEME, domain=[-m, m], domainMid=0)
+    columns = ["weight", "unscaled_weight"] if shared else [value]
+    top = float(frame[columns].max().max()) if len(frame) else 0.0
+    return alt.Scale(scheme=WEIGHT_SCHEME, domain=[0, top if top > 0 else 1.0])
+
+
+def _numbers(base: alt.Chart, value: str, scale: alt.Scale, step: float) -> alt.Chart:
+    """The value printed in each cell, 2 decimals without the leading zero (".37", "-.05")."""
+    lo, hi = scale.domain
+    dark = f"datum.{value} > {hi * 0.55}" if value != "difference" else \
+        f"abs(datum.{value}) > {hi * 0.6}"
+    return base.mark_text(fontSize=min(10.0, step * 0.55)).transform_calculate(
+        label=f"replace(format(datum.{value}, '.2f'), '0.', '.')"
+    ).encode(text="label:N", color=alt.condition(dark, alt.value("white"), alt.value("#1f2430")))
+
+
+def panel(axes: CellAxes | BlockAxes, frame: pd.DataFrame, value: str, lang: str, *,
+          show_y: bool = True, legend: bool = True, shared: bool = True, size: int = PANEL,
+          box: tuple[int, int, int, int] | None = None) -> alt.LayerChart:
+    """One heatmap panel (no data attached: the caller's concat carries it).
+
+    box: (query_start, query_stop, key_start, key_stop) outlined on a pooled overview."""
+    scale = color_scale(frame, value, shared)
+    base = alt.Chart().encode(**_xy(axes, lang, show_y))
+    rects = base.mark_rect().encode(
+        color=alt.Color(f"{value}:Q", scale=scale,
+                        legend=alt.Legend(title=_t(lang, _legend_key(value, shared)), orient="bottom",
+                                          direction="horizontal", gradientLength=size * 0.6,
+                                          titleOrient="left", titleBaseline="middle")
+                        if legend else None),
+        tooltip=_tooltip(axes, lang),
+    )
+    layers = [rects]
+    if isinstance(axes, CellAxes) and axes.side <= NUMBERS_MAX:
+        layers.append(_numbers(base, value, scale, size / axes.side))
+    if box is not None and isinstance(axes, BlockAxes):
+        q0, q1, k0, k1 = box
+        layers.append(alt.Chart(pd.DataFrame({"q0": [q0], "q1": [q1], "k0": [k0], "k1": [k1]}))
+                      .mark_rect(fill=None, stroke=BOX_COLOR, strokeWidth=2)
+                      .encode(x="k0:Q", x2="k1:Q", y="q0:Q", y2="q1:Q"))
+    return alt.layer(*layers).properties(width=size, height=size,
+                                         title=_t(lang, f"panel_{value}"))
+
+
+def _legend_key(value: str, shared: bool) -> str:
+    return "legend_shared" if shared and value == "unscaled_weight" else f"legend_{value}"
+
+
+def comparison_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, lang: str = "en", *,
+                     box: tuple[int, int, int, int] | None = None,
+                     shared: bool = True) -> alt.HConcatChart:
+    """Scaled | unscaled (one shared colour scale) | difference (diverging, centred on 0).
+
+    frame: frames.cells rows (CellAxes) or pooling.pooled_cells rows (BlockAxes) of ONE head;
+    all three panels read the same rows, so the chart carries each cell once. shared=False
+    gives the scaled and unscaled panels each its own scale (and legend)."""
+    panels = [
+        panel(axes, frame, "weight", lang, legend=not shared, shared=shared, box=box),
+        panel(axes, frame, "unscaled_weight", lang, show_y=False, shared=shared, box=box),
+        panel(axes, frame, "difference", lang, show_y=False, box=box),
+    ]
+    data, calc = _chart_data(frame, axes)
+    chart = alt.hconcat(*panels, data=data, spacing=12).resolve_scale(color="independent")
+    return _fast(chart.transform_calculate(**calc) if calc else chart, axes)
+
+
+def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, value: str = "weight",
+                     lang: str = "en", columns: int = 4) -> alt.FacetChart:
+    """Small multiples: one panel per head, one colour scale for all heads."""
+    scale = color_scale(frame, value)
+    rects = alt.Chart().mark_rect().encode(
+        **_xy(axes, lang, show_y=True),
+        color=alt.Color(f"{value}:Q", scale=scale, legend=alt.Legend(title=_t(lang, f"legend_{value}"))),
+        tooltip=[alt.Tooltip("head:O", title=_t(lang, "tip_head")), *_tooltip(axes, lang)],
+    ).properties(width=GRID_PANEL, height=GRID_PANEL)
+    data, calc = _chart_data(frame, axes)
+    chart = rects.facet(data=data, facet=alt.Facet("head:O", title=None,
+                                                    header=alt.Header(labelExpr=_head_expr(lang))),
+                        columns=columns, spacing=10)
+    return _fast(chart.transform_calculate(**calc) if calc else chart, axes)
+
+
+def _chart_data(frame: pd.DataFrame, axes: CellAxes | BlockAxes):
+    return _block_data(frame, axes) if isinstance(axes, BlockAxes) else (frame, {})
+
+
+def _head_expr(lang: str) -> str:
+    word = json.dumps(_t(lang, "head_word"), ensure_ascii=True)
+    return f"{word} + ' ' + datum.value"
+
+
+def _fast(chart, axes: CellAxes | BlockAxes):
+    """Pooled grids (and big cell grids) render on a canvas, without per-mark ARIA."""
+    if isinstance(axes, BlockAxes) or axes.side > NUMBERS_MAX * 2:
+        return chart.properties(usermeta=CANVAS).configure_mark(aria=False)
+    return chart
+
+
+def row_frame(cells: pd.DataFrame, lang: str = "en") -> pd.DataFrame:
+    """frames.cells rows of one query -> long form: one row per (key, scaled or unscaled)."""
+    keep = ["key_pos", "key_token", "raw_score", "scaled_score"]
+    parts = []
+    for column, kind in (("weight", "scaled"), ("unscaled_weight", "unscaled")):
+        part = cells[keep].copy()
+        part["value"] = cells[column].to_numpy()
+        part["kind"] = _t(lang, f"kind_{kind}")
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+BARS_MAX = 64  # up to this many keys the row is drawn as grouped bars, beyond as two lines
+
+
+def row_chart(frame: pd.DataFrame, tokens: Sequence[str], lang: str = "en") -> alt.Chart:
+    """One query's attention over every key, scaled vs unscaled (frame from `row_frame`)."""
+    kinds = [_t(lang, "kind_scaled"), _t(lang, "kind_unscaled")]
+    color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=kinds, range=["#2b6cb0", "#d1495b"]),
+                      legend=alt.Legend(orient="top"))
+    y = alt.Y("value:Q", title=_t(lang, "axis_weight"), scale=alt.Scale(domain=[0, 1]))
+    tooltip = [alt.Tooltip("key_token:N", title=_t(lang, "tip_key_token")),
+               alt.Tooltip("key_pos:Q", title=_t(lang, "tip_key_pos")),
+               alt.Tooltip("kind:N", title=_t(lang, "tip_kind")),
+               alt.Tooltip("value:Q", title=_t(lang, "tip_value"), format=".4f"),
+               alt.Tooltip("raw_score:Q", title=_t(lang, "tip_raw_score"), format=".3f")]
+    n = len(tokens)
+    if n <= BARS_MAX:
+        x = alt.X("key_pos:O", scale=alt.Scale(domain=list(range(n))),
+                  axis=alt.Axis(title=_t(lang, "axis_key"), labelExpr=label_expr(tokens, 0),
+                                labelAngle=-60, labelOverlap="greedy"))
+        chart = alt.Chart(frame).mark_bar().encode(x=x, xOffset=alt.XOffset("kind:N", sort=kinds),
+                                                   y=y, color=color, tooltip=tooltip)
+    else:
+        x = alt.X("key_pos:Q", scale=alt.Scale(domain=[0, n - 1], nice=False),
+                  axis=alt.Axis(title=_t(lang, "axis_key_position"), format="d"))
+        chart = alt.Chart(frame).mark_line(interpolate="step-after", strokeWidth=1.2).encode(
+            x=x, y=y, color=color, tooltip=tooltip)
+    return chart.properties(height=260)

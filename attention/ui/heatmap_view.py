@@ -1,0 +1,233 @@
+"""Streamlit drawing of attention heatmaps for any Analysis (toy spec or a pretrained layer).
+
+Every function takes the Analysis and a `key_prefix`, which names its widgets and the URL
+parameters that keep its view (head, zoom, pooling...), so two pages, or two heatmaps on one
+page, never share state. Changing the head, the zoom or the pooling only re-slices the cached
+Analysis: no attention is recomputed.
+
+    head = head_picker(analysis, key_prefix="hm")
+    draw_comparison(analysis, head, key_prefix="hm")   # scaled | unscaled | difference
+    draw_heads_grid(analysis, key_prefix="hm")
+    draw_row_follow(analysis, head, key_prefix="hm")
+"""
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+from .. import frames
+from ..analysis import Analysis
+from ..charts import heatmap as charts
+from ..pooling import HOWS, blocks_for, pooled_cells, window
+from .export import chart_buttons, csv_button
+from .state import view_widget
+from .text import lang, t
+
+DETAIL_MAX = 64        # up to this many tokens every cell is drawn (3 x 4096 rects at most)
+OVERVIEW_BLOCKS = 64   # a pooled overview has at most 64 x 64 blocks: 4096 chart rows
+GRID_ROWS = 16384      # the all-heads grid never carries more rows than this
+WINDOWS = (16, 24, 32, 48, 64)
+DEFAULT_WINDOW = 16    # 16 x 16: every label fits and the weights are printed in the cells
+VIEWS = ("compare", "grid", "row")
+ROW_METRICS = (("max_weight", "{:.3f}"), ("effective_tokens", "{:.1f}"))
+
+
+def _fingerprint(analysis: Analysis) -> tuple:
+    """Cache key of an Analysis: its spec plus a checksum of its weights (an Analysis built
+    from uploaded or pretrained tensors need not be determined by its spec alone)."""
+    w = analysis.scaled.weights
+    return (tuple(sorted(analysis.spec.to_query().items())), tuple(w.shape),
+            float(w.sum()), float(analysis.unscaled.weights.sum()), float(w[..., -1].sum()))
+
+
+@st.cache_data(max_entries=32, show_spinner=False, hash_funcs={Analysis: _fingerprint})
+def _pooled(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: str):
+    """pooled_cells, cached: moving the zoom window does not pool the matrix again."""
+    return pooled_cells(analysis, list(heads), max_blocks, how)
+
+
+def view_picker(key_prefix: str = "hm") -> str:
+    """Which heatmap view to show; kept in the URL as `<prefix>_view`."""
+    return view_widget(f"{key_prefix}_view", st.segmented_control, default=VIEWS[0], cast=str,
+                       valid=VIEWS.__contains__, label=t("heatmap.view"), options=VIEWS,
+                       required=True, format_func=lambda v: t(f"heatmap.view_{v}"))
+
+
+def head_picker(analysis: Analysis, key_prefix: str = "hm") -> int:
+    """A head of the analysis; kept in the URL as `<prefix>_head`."""
+    heads = analysis.heads
+    return view_widget(f"{key_prefix}_head", st.selectbox, default=0, cast=int,
+                       valid=lambda h: 0 <= h < heads, label=t("heatmap.head"),
+                       options=list(range(heads)),
+                       format_func=lambda h: t("heatmap.head_option", head=h))
+
+
+def draw_heatmap(analysis: Analysis, key_prefix: str = "hm") -> None:
+    """The whole heatmap section: view picker, head picker and the chosen view."""
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    with left:
+        view = view_picker(key_prefix)
+    if view == "grid":
+        draw_heads_grid(analysis, key_prefix)
+        return
+    with right:
+        head = head_picker(analysis, key_prefix)
+    if view == "row":
+        draw_row_follow(analysis, head, key_prefix)
+    else:
+        draw_comparison(analysis, head, key_prefix)
+
+
+# ---- scaled | unscaled | difference ---------------------------------------------------------
+
+def _flag(raw: str) -> bool:
+    if raw not in ("True", "False"):
+        raise ValueError(raw)
+    return raw == "True"
+
+
+def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> None:
+    """Scaled and unscaled attention of one head with one colour scale, and their difference.
+
+    Up to DETAIL_MAX tokens every cell is drawn; beyond, a pooled overview of at most
+    OVERVIEW_BLOCKS x OVERVIEW_BLOCKS blocks plus a zoom window drawn cell by cell."""
+    left, right = st.columns([3, 1], vertical_alignment="center")
+    left.caption(t("heatmap.compare_caption"))
+    with right:
+        shared = view_widget(f"{key_prefix}_shared", st.toggle, default=True, cast=_flag,
+                             label=t("heatmap.shared"), help=t("heatmap.shared_help"))
+    n = analysis.n
+    if n <= DETAIL_MAX:
+        _draw_cells(analysis, head, range(n), range(n), key_prefix, shared)
+        return
+    c_how, c_size, c_q, c_k = st.columns([1.1, 0.9, 2, 2])
+    with c_how:
+        how = _pool_picker(key_prefix)
+    queries, keys = _zoom_controls(n, key_prefix, c_size, c_q, c_k)
+    blocks = blocks_for(n, OVERVIEW_BLOCKS)
+    _pooled_notice(n, blocks, how, "hint_zoom")
+    overview = _pooled(analysis, (head,), OVERVIEW_BLOCKS, how)
+    axes = charts.block_axes(analysis.tokens, blocks, how)
+    box = (queries.start, queries.stop, keys.start, keys.stop)
+    chart = charts.comparison_chart(overview, axes, lang(), box=box, shared=shared)
+    st.altair_chart(chart, width="content")
+    chart_buttons(chart, f"{key_prefix}_overview_head{head}")
+    st.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
+                   k0=keys.start, k1=keys.stop - 1))
+    _draw_cells(analysis, head, queries, keys, key_prefix, shared)
+
+
+def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
+                key_prefix: str, shared: bool) -> None:
+    frame = frames.cells(analysis, heads=[head], queries=queries, keys=keys)
+    axes = charts.cell_axes(analysis.tokens, queries, keys)
+    chart = charts.comparison_chart(frame, axes, lang(), shared=shared)
+    st.altair_chart(chart, width="content")
+    name = (f"{key_prefix}_attention_head{head}_q{queries.start}-{queries.stop - 1}"
+            f"_k{keys.start}-{keys.stop - 1}")
+    left, right = st.columns([1, 3], vertical_alignment="center")
+    with left:
+        csv_button(frame, name, key=f"{key_prefix}_csv_cells")
+    with right:
+        chart_buttons(chart, f"{key_prefix}_cells_head{head}")
+
+
+def _zoom_controls(n: int, key_prefix: str, c_size, c_q, c_k) -> tuple[range, range]:
+    """Window size, first query and first key; each kept in the URL, clamped to 0..n-1."""
+    with c_size:
+        size = view_widget(f"{key_prefix}_win", st.selectbox, default=DEFAULT_WINDOW, cast=int,
+                           valid=WINDOWS.__contains__, label=t("heatmap.window"),
+                           options=WINDOWS, help=t("heatmap.window_help"))
+    last = n - size
+    starts = []
+    for col, axis in ((c_q, "q"), (c_k, "k")):
+        name = f"{key_prefix}_{axis}"
+        current = st.session_state.get("view_" + name, 0)
+        with col:
+            starts.append(view_widget(
+                name, st.slider, default=max(0, min(int(current), last)), cast=int,
+                valid=lambda v: 0 <= v <= last, label=t(f"heatmap.start_{axis}"),
+                min_value=0, max_value=last, step=1, help=t("heatmap.start_help")))
+    return window(n, starts[0], size), window(n, starts[1], size)
+
+
+def _pool_picker(key_prefix: str) -> str:
+    """Block max or block mean for pooled views; kept in the URL as `<prefix>_pool`."""
+    return view_widget(f"{key_prefix}_pool", st.segmented_control, default="max", cast=str,
+                       valid=HOWS.__contains__, label=t("heatmap.pool"), options=HOWS,
+                       required=True, format_func=lambda h: t(f"heatmap.pooled_{h}"),
+                       help=t("heatmap.pool_help"))
+
+
+def _pooled_notice(n: int, blocks, how: str, hint: str) -> None:
+    """Say that (and how) the view is pooled: block count and size, max or mean, uneven edge."""
+    last = blocks.stop(blocks.count - 1) - blocks.start(blocks.count - 1)
+    uneven = t("heatmap.pooled_uneven", last=last) if last != blocks.size else ""
+    st.info(t("heatmap.pooled_notice", n=f"{n:,}", b=blocks.count, size=blocks.size,
+              how=t(f"heatmap.pooled_{how}_long"), uneven=uneven) + " " + t(f"heatmap.{hint}"),
+            icon=":material/grid_view:")
+
+
+# ---- all heads --------------------------------------------------------------------------------
+
+def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
+    """Every head side by side with one colour scale; pooled so the chart stays small."""
+    value = view_widget(f"{key_prefix}_grid", st.segmented_control, default="weight", cast=str,
+                        valid=charts.VALUES.__contains__, label=t("heatmap.grid_value"),
+                        options=charts.VALUES, required=True,
+                        format_func=lambda v: t(f"heatmap.panel_{v}"))
+    heads, n = analysis.heads, analysis.n
+    side = min(OVERVIEW_BLOCKS, math.isqrt(GRID_ROWS // heads))
+    if n <= side:
+        frame = frames.cells(analysis)
+        axes = charts.cell_axes(analysis.tokens, range(n), range(n))
+    else:
+        how = _pool_picker(key_prefix)
+        blocks = blocks_for(n, side)
+        _pooled_notice(n, blocks, how, "hint_grid")
+        frame = _pooled(analysis, tuple(range(heads)), side, how)
+        axes = charts.block_axes(analysis.tokens, blocks, how)
+    st.caption(t("heatmap.grid_caption", heads=heads))
+    chart = charts.heads_grid_chart(frame, axes, value, lang(), columns=min(4, heads))
+    st.altair_chart(chart, width="content")
+    chart_buttons(chart, f"{key_prefix}_all_heads_{value}")
+
+
+# ---- one query row ------------------------------------------------------------------------------
+
+def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> None:
+    """Pick a query token; its attention over every key, scaled vs unscaled."""
+    tokens, n = analysis.tokens, analysis.n
+    row = view_widget(f"{key_prefix}_row", st.selectbox, default=0, cast=int,
+                      valid=lambda r: 0 <= r < n, label=t("heatmap.row"), options=list(range(n)),
+                      format_func=lambda r: t("heatmap.row_option", pos=r, token=tokens[r]))
+    shown = [(name, fmt, variant) for name, fmt in ROW_METRICS for variant in ("scaled", "unscaled")]
+    for col, (name, fmt, variant) in zip(st.columns(len(shown)), shown):
+        values = analysis.scaled_metrics if variant == "scaled" else analysis.unscaled_metrics
+        col.metric(t(f"heatmap.metric_{name}_{variant}"), fmt.format(float(values[name][head, row])))
+    cells = frames.cells(analysis, heads=[head], queries=range(row, row + 1))
+    chart = charts.row_chart(charts.row_frame(cells, lang()), tokens, lang())
+    if n > charts.BARS_MAX:
+        st.caption(t("heatmap.row_lines", n=f"{n:,}"))
+    st.altair_chart(chart, width="stretch")
+    left, right = st.columns([1, 3], vertical_alignment="center")
+    with left:
+        csv_button(cells, f"{key_prefix}_row{row}_head{head}", key=f"{key_prefix}_csv_row")
+    with right:
+        chart_buttons(chart, f"{key_prefix}_row_head{head}")
+
+
+# ---- explanation -------------------------------------------------------------------------------
+
+def draw_explanation() -> None:
+    """What the heatmap shows and why the scale matters, with the formula."""
+    with st.expander(t("heatmap.explain_title"), icon=":material/school:"):
+        st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau}\right)V")
+        st.markdown(t("heatmap.explain_formula"))
+        st.latex(r"\operatorname{Var}(q\cdot k)=d_k\quad\Rightarrow\quad"
+                 r"\operatorname{std}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right)=1")
+        st.markdown(t("heatmap.explain_scaling"))
+        st.latex(r"J=\operatorname{diag}(p)-pp^\top,\qquad \|J\|_F\to 0\ \text{as}\ p\to\text{one-hot}")
+        st.markdown(t("heatmap.explain_saturation"))
+        st.markdown(t("heatmap.explain_reading"))
