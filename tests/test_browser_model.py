@@ -1,0 +1,56 @@
+"""The Model heads page in Chromium: a deep link on a fresh server draws the grid and the
+table, and a click on a head in the grid picks it (URL and pickers follow)."""
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlencode, urlparse
+
+import pytest
+from playwright.sync_api import expect
+
+from attention.spec import AttentionSpec
+from tests.conftest import wait_for_app
+
+pytestmark = pytest.mark.browser
+
+SPEC = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat", "."), source="pretrained")
+LOAD = 180_000   # ms: a fresh server loads torch and the model on first use
+
+
+def settle(page) -> None:
+    page.wait_for_function(
+        """() => !document.querySelector('[data-testid="stStatusWidget"]')""", timeout=LOAD)
+    wait_for_app(page, timeout=LOAD)
+
+
+def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
+    page.goto(f"{fresh_server.url}/Model_heads?{urlencode(SPEC.to_query())}&mlayer=1&mhead=3")
+    page.wait_for_selector('[data-testid="stDataFrame"]', timeout=LOAD)
+    settle(page)
+    assert page.locator("h1").first.inner_text().strip() == "Model heads"
+    assert page.locator('[data-testid="stException"]').count() == 0
+    expect(page.locator("h3", has_text="Layer 1, head 3:")).to_be_visible()
+    # the grid: the first chart, painted on a canvas of the size the builder asked for
+    grid = page.locator('[data-testid="stVegaLiteChart"]').first.locator("canvas").first
+    expect(grid).to_be_visible(timeout=LOAD)
+    box = grid.bounding_box()
+    assert box["width"] > 600 and box["height"] > 300
+    # the per-head table: 72 rows (the grid reports its row count to assistive tech)
+    table = page.locator('[data-testid="stDataFrame"]').first
+    expect(table).to_be_visible()
+    assert table.locator('[role="grid"]').get_attribute("aria-rowcount") == "73"  # + header
+    # hover a head, read its tooltip, click it: the pickers and the URL follow
+    x, y = box["x"] + box["width"] * 0.7, box["y"] + box["height"] * 0.6
+    page.mouse.move(x, y)
+    tip = page.locator("#vg-tooltip-element")
+    expect(tip).to_be_visible()
+    text = tip.inner_text()
+    layer = int(re.search(r"Layer\s+(\d+)", text).group(1))
+    head = int(re.search(r"Head\s+(\d+)", text).group(1))
+    assert (layer, head) != (1, 3)
+    page.mouse.click(x, y)
+    expect(page.locator("h3", has_text=f"Layer {layer}, head {head}:")).to_be_visible(timeout=LOAD)
+    settle(page)
+    query = parse_qs(urlparse(page.url).query)
+    assert query["mlayer"] == [str(layer)] and query["mhead"] == [str(head)]
+    assert page.locator('[data-testid="stException"]').count() == 0
