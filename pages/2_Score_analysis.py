@@ -60,7 +60,8 @@ with st.container(border=True):
 
 # ---- (a) raw vs scaled score distributions -------------------------------------------
 st.subheader(t("scores.sec_scores"))
-st.caption(t("scores.scores_caption", count=int(std.loc["raw", "count"]), bins=charts.SCORE_BINS))
+st.caption(t("scores.scores_caption", count=int(std.loc["raw", "count"]),
+             bins=len(hist) // len(charts.SERIES)))
 chart = charts.score_distribution_chart(hist, stats, lang)
 st.altair_chart(chart)
 chart_buttons(chart, "score_distribution")

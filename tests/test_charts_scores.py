@@ -154,7 +154,8 @@ def test_saturation_curve_is_the_jacobian_of_that_row():
     curve = scores.saturation_curve(4, points=4)
     for m, norm in zip(curve["max_weight"], curve["jacobian_norm"]):
         p = torch.tensor([m] + [(1 - m) / 3] * 3, dtype=torch.float64)
-        assert norm == pytest.approx(torch.linalg.matrix_norm(torch.diag(p) - torch.outer(p, p)).item())
+        jac = torch.diag(p) - torch.outer(p, p)                               # (4, 4)
+        assert norm == pytest.approx(torch.linalg.matrix_norm(jac).item())
     assert curve["jacobian_norm"].iloc[0] == pytest.approx(math.sqrt(1 / 4 - 1 / 16))  # uniform
     assert curve["jacobian_norm"].iloc[-1] == pytest.approx(0.0, abs=1e-12)              # one-hot
     # SCIENCE.md: 4 tokens, one logit ahead by 5: p_max 0.980, ||J||_F 2.8e-2

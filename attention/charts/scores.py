@@ -27,8 +27,10 @@ SERIES = ("raw", "scaled")               # q.k before any scale; the logits soft
 VARIANTS = ("scaled", "unscaled")        # the two AttentionResults of an Analysis
 ROW_METRICS = ("entropy", "effective_tokens", "max_weight", "jacobian_norm")
 SWEEP_METRICS = ("score_std", "entropy", "effective_tokens", "max_weight", "jacobian_norm", "gini")
-SCORE_BINS = 60
+SCORE_BINS = 60         # at most; fewer for small inputs (about sqrt of the score count)
 METRIC_BINS = 30
+FACET_SPACING = {"row": 30, "column": 36}
+EVERY_LABEL = 24         # up to this many queries, every position gets its token label
 MAX_POSITIONS = 512      # above this many queries, row metrics are shown as distributions
 MAX_POINTS = 1500        # saturation scatter: at most this many rows per variant (sampled)
 SATURATED = 0.99         # a row whose max weight is above this is called saturated
@@ -102,12 +104,18 @@ def _bins_frame(counts: np.ndarray, lo: float, hi: float, **columns) -> pd.DataF
                          "count": counts})
 
 
+def score_bins(count: int) -> int:
+    """How many bins a histogram of `count` scores gets: about sqrt(count), 10 to SCORE_BINS."""
+    return int(min(SCORE_BINS, max(10, round(math.sqrt(count)))))
+
+
 def score_histogram(a: Analysis, heads: list[int], stats: pd.DataFrame | None = None,
-                    bins: int = SCORE_BINS) -> pd.DataFrame:
+                    bins: int | None = None) -> pd.DataFrame:
     """Pre-binned distribution of every finite score of the heads, one bin range per series
-    (numpy.histogram with `bins` equal bins over [min, max]): columns series, bin_start,
-    bin_end, count, share (count / all finite scores of the series)."""
+    (numpy.histogram with `bins` equal bins over [min, max], default score_bins(count)):
+    columns series, bin_start, bin_end, count, share (count / finite scores of the series)."""
     stats = score_stats(a, heads) if stats is None else stats
+    bins = score_bins(int(stats["count"].max())) if bins is None else bins
     ranges = {row.series: bin_range(row.min, row.max) for row in stats.itertuples()
               if row.count > 0}
     counts = {s: np.zeros(bins, dtype=np.int64) for s in ranges}
@@ -202,11 +210,13 @@ def _variant_color(lang: str) -> alt.Color:
         scale=alt.Scale(domain=list(VARIANTS), range=[COLORS[v] for v in VARIANTS]))
 
 
-def _metric_facet(names: tuple[str, ...], labels: dict[str, str]) -> alt.Facet:
-    """Small multiples keyed by metric name, headed by its label in the user's language."""
-    return alt.Facet("metric:N", sort=list(names), title=None,
-                     header=alt.Header(labelExpr=_lookup_expr(labels), labelFontSize=13,
-                                       labelFontWeight="bold"))
+def _small_multiples(chart: alt.Chart, names: tuple[str, ...], labels: dict[str, str],
+                     columns: int) -> alt.FacetChart:
+    """One panel per metric name, in `names` order, headed by its label in the user's language."""
+    facet = alt.Facet("metric:N", sort=list(names), title=None,
+                      header=alt.Header(labelExpr=_lookup_expr(labels), labelFontSize=13,
+                                        labelFontWeight="bold"))
+    return chart.facet(facet, columns=columns, spacing=FACET_SPACING)
 
 
 def _metric_labels(lang: str, names: tuple[str, ...]) -> dict[str, str]:
@@ -230,12 +240,14 @@ def row_metric_chart(frame: pd.DataFrame, tokens: tuple[str, ...], lang: str,
         x=alt.X("query_pos:Q", title=_t(lang, "axis_query"),
                 scale=alt.Scale(domain=[0, max(n - 1, 1)], nice=False),
                 axis=alt.Axis(labelExpr=position_label_expr(tokens), tickMinStep=1,
-                              labelAngle=-40 if n <= 40 else 0, labelLimit=90)),
+                              values=list(range(n)) if n <= EVERY_LABEL else alt.Undefined,
+                              labelOverlap=n > EVERY_LABEL, labelAngle=-45 if n <= 40 else 0,
+                              labelLimit=90)),
         y=alt.Y("value:Q", title=None),
         color=_variant_color(lang), tooltip=tooltip)
     line = base.mark_line(strokeWidth=1.5, point=n <= 64)
-    return (line.properties(width=width, height=height)
-            .facet(_metric_facet(ROW_METRICS, _metric_labels(lang, ROW_METRICS)), columns=2)
+    chart = line.properties(width=width, height=height)
+    return (_small_multiples(chart, ROW_METRICS, _metric_labels(lang, ROW_METRICS), 2)
             .resolve_scale(y="independent"))
 
 
@@ -250,8 +262,8 @@ def row_metric_hist_chart(bins: pd.DataFrame, lang: str, width: int = 380,
                  alt.Tooltip("bin_start:Q", title=_t(lang, "tip_from"), format=".3f"),
                  alt.Tooltip("bin_end:Q", title=_t(lang, "tip_to"), format=".3f"),
                  alt.Tooltip("count:Q", title=_t(lang, "tip_count"), format=",")])
-    return (chart.properties(width=width, height=height)
-            .facet(_metric_facet(ROW_METRICS, _metric_labels(lang, ROW_METRICS)), columns=2)
+    chart = chart.properties(width=width, height=height)
+    return (_small_multiples(chart, ROW_METRICS, _metric_labels(lang, ROW_METRICS), 2)
             .resolve_scale(x="independent", y="independent"))
 
 
@@ -303,8 +315,7 @@ def sweep_chart(sweep: pd.DataFrame, lang: str, *, temperature: float = 1.0,
     chart = alt.layer(*layers, data=data).properties(width=width, height=height)
     labels = _metric_labels(lang, SWEEP_METRICS)
     labels["score_std"] = _t(lang, "metric_score_std", ref=ref_label)
-    return (chart.facet(_metric_facet(SWEEP_METRICS, labels), columns=3)
-            .resolve_scale(y="independent"))
+    return _small_multiples(chart, SWEEP_METRICS, labels, 3).resolve_scale(y="independent")
 
 
 # ---- (d) saturation: the gradient that survives ----------------------------------------
