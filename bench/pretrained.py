@@ -1,0 +1,185 @@
+"""The MiniLM path against plain transformers, measured in the same run.
+
+Baseline: one plain `AutoModel` forward pass (eager attention, output_attentions) of a
+64-word text. Against it:
+  - cold load: `pretrained.load()` in a fresh Python process (imports torch and transformers,
+    reads the weights and the tokenizer), timed inside that process;
+  - warm load: `pretrained.load()` again in this process after clearing its cache (imports
+    and file cache warm) - also shown against a plain `AutoModel.from_pretrained`;
+  - one analysis: `pretrained.report(text)` (forward pass with hidden states, Q/K/V of every
+    layer, all 72 heads through core.attention, the per-head table and the rollout) and
+    `analyze(spec)` of one layer, each with the per-text cache cleared.
+Memory: a real `streamlit run app.py` opened on /Model_heads in Chromium; the server's
+resident set (VmRSS) once the page is drawn, against the 700 MB goal.
+
+    python -m bench.pretrained
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+import torch  # noqa: E402
+
+from attention import pretrained  # noqa: E402
+from attention.analysis import analyze  # noqa: E402
+from attention.spec import AttentionSpec  # noqa: E402
+
+from .timing import interleaved_medians, print_table, row  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = ("the quick brown fox jumps over the lazy dog while a curious cat watches from the old "
+         "stone wall , and somewhere down the river a boat drifts slowly past the mill . when "
+         "evening comes the village lights glow softly , children run home across the fields , "
+         "and the baker closes his shop after a long and busy day of work").split()[:64]
+TEXT = " ".join(WORDS)
+RSS_GOAL_MB = 700
+TARGETS = {"cold": 1000.0, "warm": 300.0, "warm_vs_plain": 1.5, "report": 4.0, "layer": 4.0,
+           "rss": 1.0}
+
+COLD = """
+import os, time, json
+os.environ["HF_HUB_OFFLINE"] = "1"
+start = time.perf_counter()
+from attention import pretrained
+pretrained.load()
+print(json.dumps({"seconds": time.perf_counter() - start}))
+"""
+
+
+def _plain():
+    """A plain transformers model and tokenizer, loaded the ordinary way."""
+    from transformers import AutoModel, AutoTokenizer
+
+    path = pretrained.model_path()
+    return (AutoModel.from_pretrained(path, attn_implementation="eager").eval(),
+            AutoTokenizer.from_pretrained(path))
+
+
+def _forward(model, tokenizer):
+    enc = tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        return model(**enc, output_attentions=True)
+
+
+def _cold_load_seconds() -> float:
+    out = subprocess.run([sys.executable, "-c", COLD], cwd=ROOT, capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def _fresh_report():
+    pretrained.run.cache_clear()
+    return pretrained.report(TEXT)
+
+
+def _fresh_layer(spec: AttentionSpec):
+    pretrained.run.cache_clear()
+    return analyze(spec)
+
+
+def _reload():
+    pretrained.load.cache_clear()
+    return pretrained.load()
+
+
+def server_rss_mb(timeout: float = 240.0) -> float | None:
+    """VmRSS of a real streamlit server after /Model_heads has been drawn in Chromium; None
+    where no Chromium is installed."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        return None
+    from playwright.sync_api import sync_playwright
+
+    from tests.conftest import CHROMIUM_FLAGS, free_port
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"})
+    try:
+        spec = AttentionSpec(tokens=tuple(WORDS), source="pretrained")
+        url = f"http://127.0.0.1:{port}/Model_heads?{urlencode(spec.to_query())}"
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            deadline = time.time() + 60
+            while True:
+                try:
+                    page.goto(url)
+                    break
+                except Exception:  # server not listening yet
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.5)
+            page.wait_for_selector('[data-testid="stDataFrame"]', timeout=timeout * 1000)
+            page.wait_for_function(
+                """() => !document.querySelector('[data-testid="stStatusWidget"]')""",
+                timeout=timeout * 1000)
+            page.wait_for_timeout(1000)
+            rss = _vm_rss_mb(server.pid)
+            browser.close()
+        return rss
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _vm_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def run() -> list[dict]:
+    torch.set_num_threads(1)
+    cold = _cold_load_seconds()
+    model, tokenizer = _plain()
+    pretrained.load()
+    spec = AttentionSpec(tokens=tuple(WORDS), source="pretrained", layer=3)
+    n = len(pretrained.run(TEXT).tokens)
+    # parity first: the benchmark compares equal work
+    own = torch.stack(_forward(model, tokenizer).attentions)[:, 0]
+    assert torch.allclose(pretrained.report(TEXT).weights, own, atol=1e-5)
+    med = interleaved_medians({
+        "forward": lambda: _forward(model, tokenizer),
+        "report": _fresh_report,
+        "layer": lambda: _fresh_layer(spec),
+    }, repeats=9)
+    loads = interleaved_medians({"plain_load": _plain, "warm_load": _reload}, repeats=3)
+    forward = med["forward"]
+    base = f"AutoModel forward, {n} pieces"
+    rows = [
+        row("cold load (fresh process)", base, cold / forward, TARGETS["cold"],
+            f"{cold:.2f} s incl. imports; forward {forward * 1000:.1f} ms"),
+        row("warm load (reload in process)", base, loads["warm_load"] / forward, TARGETS["warm"],
+            f"{loads['warm_load']:.2f} s"),
+        row("warm load vs plain from_pretrained", "AutoModel+AutoTokenizer.from_pretrained",
+            loads["warm_load"] / loads["plain_load"], TARGETS["warm_vs_plain"],
+            f"plain {loads['plain_load']:.2f} s"),
+        row("report: 72 heads + table + rollout", base, med["report"] / forward,
+            TARGETS["report"], f"{med['report'] * 1000:.1f} ms, 64 words"),
+        row("analyze(spec) one layer", base, med["layer"] / forward, TARGETS["layer"],
+            f"{med['layer'] * 1000:.1f} ms, scaled + unscaled + metrics"),
+    ]
+    rss = server_rss_mb()
+    if rss is not None:
+        rows.append(row("server RSS, model page drawn", f"{RSS_GOAL_MB} MB goal",
+                        rss / RSS_GOAL_MB, TARGETS["rss"], f"{rss:.0f} MB"))
+    return rows
+
+
+if __name__ == "__main__":
+    print_table(run())
