@@ -64,6 +64,13 @@ def qkv_for(spec: AttentionSpec) -> tuple[tuple[str, ...], torch.Tensor, torch.T
 def analyze(spec: AttentionSpec) -> Analysis:
     spec.validate()
     tokens, q, k, v = qkv_for(spec)
+    return analyze_qkv(spec, tokens, q, k, v)
+
+
+def analyze_qkv(spec: AttentionSpec, tokens, q: torch.Tensor, k: torch.Tensor,
+                v: torch.Tensor) -> Analysis:
+    """Scaled and unscaled attention of given q, k (heads, n, d_k) and v (heads, n, d_v)
+    (from a spec, a real model or an upload), with the spec's mask and temperature."""
     n = len(tokens)
     mask = causal_mask(n) if spec.causal else None                      # (n, n)
     scaled = attention(q, k, v, mask=mask, temperature=spec.temperature)

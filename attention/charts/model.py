@@ -16,6 +16,7 @@ import torch
 
 from ..headstats import HEAD_COLUMNS
 from ..i18n import translate
+from .scores import position_label_expr
 
 GRID_CELLS = 12    # a head in the grid is at most 12 x 12 blocks: 72 heads, <= 10,368 rects
 GRID_PICK = "pick"  # name of the grid's click selection (fields layer, head)
@@ -33,14 +34,6 @@ def natural_size(chart):
     """Width/height are the plotting area; axes and legend come on top (Streamlit otherwise
     fits the whole chart, labels included, into width x height)."""
     return chart.properties(autosize=alt.AutoSizeParams(type="pad", contains="padding"))
-
-
-def position_label_expr(tokens) -> str:
-    """Vega expression labelling an integer position axis with `token ·pos`, so repeated
-    tokens keep their own tick (the axis is keyed by position, never by token text)."""
-    return (f"datum.value == floor(datum.value) && datum.value >= 0 && "
-            f"datum.value < {len(tokens)} ? {_js(list(tokens))}[datum.value] + ' ·' + datum.value"
-            f" : ''")
 
 
 # ---- the 6 x 12 grid -------------------------------------------------------------------
