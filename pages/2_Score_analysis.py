@@ -14,6 +14,21 @@ from attention.ui.text import t
 METRIC_FORMATS = {"entropy": "{:.3f}", "effective_tokens": "{:.2f}", "max_weight": "{:.3f}",
                   "jacobian_norm": "{:.4f}", "saturated": "{:.1%}"}
 
+# (interface-text key of the sentence before it, LaTeX) for the collapsible formulas
+FORMULAS = (
+    ("scores.f_softmax",
+     r"p_{ij} = \frac{\exp(s\,q_i\cdot k_j / T)}{\sum_l \exp(s\,q_i\cdot k_l / T)},"
+     r"\qquad s = \tfrac{1}{\sqrt{d_k}}\ \text{or}\ 1"),
+    ("scores.f_jacobian",
+     r"J = \frac{\partial p}{\partial z} = \operatorname{diag}(p) - p\,p^{\top},\qquad"
+     r"\|J\|_F^2 = \sum_i p_i^2 - 2\sum_i p_i^3 + \Big(\sum_i p_i^2\Big)^2"),
+    ("scores.f_entropy",
+     r"H(p) = -\sum_j p_j \ln p_j,\qquad n_{\text{eff}} = e^{H(p)}"),
+    ("scores.f_variance",
+     r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k,"
+     r"\qquad \operatorname{Var}\!\Big(\frac{q\cdot k}{\sqrt{d_k}}\Big) = 1"),
+)
+
 page = page_setup("nav.scores")
 spec, lang = page.spec, page.lang
 st.caption(t("scores.intro"))
@@ -108,17 +123,9 @@ demo.dataframe(charts.one_logit_ahead(), hide_index=True, column_config={
     "jacobian_norm": st.column_config.NumberColumn(t("scores.col_jacobian"), format="scientific"),
 })
 with st.expander(t("scores.formulas"), icon=":material/function:"):
-    st.markdown(t("scores.f_softmax"))
-    st.latex(r"p_{ij} = \frac{\exp(s\,q_i\cdot k_j / T)}{\sum_l \exp(s\,q_i\cdot k_l / T)},"
-             r"\qquad s = \tfrac{1}{\sqrt{d_k}}\ \text{or}\ 1")
-    st.markdown(t("scores.f_jacobian"))
-    st.latex(r"J = \frac{\partial p}{\partial z} = \operatorname{diag}(p) - p\,p^{\top},\qquad"
-             r"\|J\|_F^2 = \sum_i p_i^2 - 2\sum_i p_i^3 + \Big(\sum_i p_i^2\Big)^2")
-    st.markdown(t("scores.f_entropy"))
-    st.latex(r"H(p) = -\sum_j p_j \ln p_j,\qquad n_{\text{eff}} = e^{H(p)}")
-    st.markdown(t("scores.f_variance"))
-    st.latex(r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k,"
-             r"\qquad \operatorname{Var}\!\Big(\frac{q\cdot k}{\sqrt{d_k}}\Big) = 1")
+    for key, formula in FORMULAS:
+        st.markdown(t(key))
+        st.latex(formula)
 
 # ---- downloads ------------------------------------------------------------------------
 st.subheader(t("scores.downloads"))

@@ -26,6 +26,16 @@ def run_page(path: str, spec: AttentionSpec | None = None, **params: str) -> App
     return at.run()
 
 
+def open_page(path: str, spec: AttentionSpec | None = None, **params: str) -> AppTest:
+    """Like run_page, but entered through app.py and switched to `path`, as a browser does:
+    a page under pages/ run as the entry script cannot resolve the sidebar's page links."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page(path)
+    for key, value in {**(spec.to_query() if spec is not None else {}), **params}.items():
+        at.query_params[key] = value
+    return at.run()
+
+
 def chart_frames(at: AppTest) -> list[pd.DataFrame]:
     """Every dataset of every vega-lite chart on the page, as DataFrames."""
     frames = []

@@ -1,0 +1,155 @@
+"""The Score analysis page (AppTest): its numbers are analyze(spec)'s and dk_sweep(spec)'s."""
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from attention.analysis import analyze, dk_sweep
+from attention.charts import scores
+from attention.spec import AttentionSpec
+from tests.apptest import chart_frames, open_page
+
+PAGE = "pages/2_Score_analysis.py"
+SPEC = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), d_k=8, heads=2)
+METRICS = ("entropy", "effective_tokens", "max_weight", "jacobian_norm")
+
+
+_datasets = chart_frames
+
+
+def _find(frames, *columns) -> pd.DataFrame:
+    """Every dataset with these columns (a chart may split its data by panel), stacked."""
+    hits = [f for f in frames if set(columns) <= set(f.columns)]
+    assert hits, [list(f.columns) for f in frames]
+    return pd.concat(hits, ignore_index=True)
+
+
+def _param(at, name):
+    value = at.query_params[name]
+    return value[-1] if isinstance(value, list) else value
+
+
+def _metric_values(at) -> list[float]:
+    return [float(m.value.rstrip("%")) / (100 if m.value.endswith("%") else 1) for m in at.metric]
+
+
+def _raw_std(a, heads) -> float:
+    raw = a.q[heads] @ a.k[heads].transpose(-2, -1)                      # (h, n, n)
+    if a.mask is not None:
+        return raw[:, a.mask].std().item()
+    return raw.std().item()
+
+
+def test_metrics_and_charts_equal_analyze_and_sweep():
+    at = open_page(PAGE, SPEC)
+    assert not at.exception
+    a = analyze(SPEC)
+    values = _metric_values(at)
+    assert values[0] == pytest.approx(_raw_std(a, slice(None)), abs=1e-3)
+    assert values[1] == pytest.approx(8 ** 0.5, abs=1e-3)
+    assert values[2] == pytest.approx(_raw_std(a, slice(None)) / 8 ** 0.5, abs=1e-3)
+    for i, name in enumerate(METRICS):                                   # scaled, unscaled pairs
+        assert values[3 + 2 * i] == pytest.approx(a.scaled_metrics[name].mean().item(), abs=1e-2)
+        assert values[4 + 2 * i] == pytest.approx(a.unscaled_metrics[name].mean().item(), abs=1e-2)
+
+    frames = _datasets(at)
+    rows = _find(frames, "query_pos", "metric", "variant", "value")
+    for variant, m in (("scaled", a.scaled_metrics), ("unscaled", a.unscaled_metrics)):
+        for name in METRICS:
+            got = rows.query("variant == @variant and metric == @name").sort_values("query_pos")
+            np.testing.assert_allclose(got["value"], m[name].mean(0).numpy(), rtol=1e-5)
+    # six positions, so "the" at 0 and at 4 keep separate points
+    assert sorted(rows["query_pos"].unique()) == list(range(6))
+
+    hist = _find(frames, "series", "bin_start", "count")
+    assert hist.groupby("series")["count"].sum().tolist() == [2 * 36, 2 * 36]
+
+    sweep = dk_sweep(SPEC)
+    drawn = _find(frames, "d_k", "variant", "metric", "is_ref")
+    drawn = drawn[~drawn["is_ref"]]
+    for row in sweep.itertuples():
+        variant = "scaled" if row.scaled else "unscaled"
+        got = drawn.query("d_k == @row.d_k and variant == @variant").set_index("metric")["value"]
+        for name in ("score_std", "entropy", "max_weight", "jacobian_norm", "gini"):
+            assert got[name] == pytest.approx(getattr(row, name), rel=1e-6)
+
+    text = " ".join(m.value for m in at.markdown)
+    assert f"{a.unscaled_metrics['max_weight'].mean().item():.2f}" in text
+    assert f"{sweep.query('d_k == 1024 and not scaled')['max_weight'].item():.2f}" in text
+
+
+def test_head_choice_lives_in_the_url():
+    at = open_page(PAGE, SPEC, head="1")
+    assert not at.exception
+    assert at.selectbox(key="view_head").value == 1 and _param(at, "head") == "1"
+    a = analyze(SPEC)
+    values = _metric_values(at)
+    assert values[0] == pytest.approx(_raw_std(a, 1), abs=1e-3)
+    assert values[5] == pytest.approx(a.scaled_metrics["effective_tokens"][1].mean().item(),
+                                      abs=1e-2)
+    at.selectbox(key="view_head").set_value("all").run()
+    assert not at.exception and _param(at, "head") == "all"
+    assert _metric_values(at)[0] == pytest.approx(_raw_std(a, slice(None)), abs=1e-3)
+
+
+@pytest.mark.parametrize("bad", ["7", "-1", "x"])
+def test_a_head_the_spec_does_not_have_falls_back_to_all(bad):
+    at = open_page(PAGE, SPEC, head=bad)
+    assert not at.exception
+    assert at.selectbox(key="view_head").value == "all" and _param(at, "head") == "all"
+
+
+def test_causal_mask_leaves_no_nan_or_inf_in_any_chart():
+    spec = AttentionSpec(tokens=SPEC.tokens * 3, d_k=64, heads=3, causal=True)
+    at = open_page(PAGE, spec)
+    assert not at.exception
+    frames = _datasets(at)
+    assert len(frames) >= 5
+    for frame in frames:
+        numbers = frame.select_dtypes("number").to_numpy(dtype=float)
+        assert np.isfinite(numbers).all(), list(frame.columns)
+    hist = _find(frames, "series", "bin_start", "count")
+    assert hist.groupby("series")["count"].sum().tolist() == [3 * 171, 3 * 171]  # 18*19/2 cells
+
+
+def test_a_2048_token_input_keeps_chart_data_small():
+    tokens = tuple(f"w{i % 97}" for i in range(2048))
+    spec = AttentionSpec(tokens=tokens, d_k=8, heads=1, causal=True)
+    at = open_page(PAGE, spec)
+    assert not at.exception
+    frames = _datasets(at)
+    # 2048 rows x 2 variants would be 4096 saturation points: sampled to 1500 per variant
+    assert all(len(f) <= 2 * scores.MAX_POINTS for f in frames), [len(f) for f in frames]
+    assert sum(len(f) for f in frames) < 5000
+    hist = _find(frames, "series", "bin_start", "count")
+    assert hist.groupby("series")["count"].sum().tolist() == [2048 * 2049 // 2] * 2
+    # long inputs show the row metrics as distributions over every row
+    dist = _find(frames, "metric", "variant", "bin_start", "count")
+    assert (dist.groupby(["metric", "variant"])["count"].sum() == 2048).all()
+
+
+@pytest.mark.parametrize("text", ["", '["a"', " ".join(["t"] * 2049)])
+def test_bad_input_shows_an_error_not_a_traceback(text):
+    at = open_page(PAGE, SPEC)
+    at.sidebar.text_area(key="in_text").input(text).run()
+    assert not at.exception
+    assert len(at.error) == 1 and not at.get("vega_lite_chart")
+
+
+def test_chinese_interface_text():
+    at = open_page(PAGE, SPEC, lang="zh")
+    assert not at.exception
+    labels = [m.label for m in at.metric]
+    assert labels[0] == "原始 q·k 的标准差" and "不缩放" in labels
+    assert any("当 d_k = 8 时" in m.value for m in at.markdown)
+
+
+def test_temperature_does_not_change_the_raw_scores():
+    spec = AttentionSpec(tokens=SPEC.tokens, d_k=8, heads=2, temperature=0.5)
+    at = open_page(PAGE, spec)
+    assert not at.exception
+    a = analyze(spec)
+    values = _metric_values(at)
+    assert values[0] == pytest.approx(_raw_std(a, slice(None)), abs=1e-3)
+    assert values[2] == pytest.approx(a.scaled.scores.std().item(), abs=1e-3)
+    assert torch.isfinite(a.scaled.scores).all()
