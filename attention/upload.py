@@ -1,0 +1,200 @@
+"""Bring your own attention: parse uploaded Q/K(/V) or a ready attention matrix.
+
+Files are `.npy` (read with allow_pickle=False) or `.csv` (one row per token, one column per
+dimension; an optional header row, and an optional first column named "token" that holds the
+tokens). A .npy file may hold one head (n, d) or several (heads, n, d). Every problem raises
+an UploadError whose message says what was wrong and what to do. Pure: bytes in, tensors out.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .errors import UserError
+from .export import csv_bytes
+from .spec import LIMITS
+from .tokens import MAX_TOKENS, parse_tokens
+
+MAX_BYTES = 16 * 1024 * 1024          # per file
+MAX_HEADS = LIMITS["heads"][1]        # 16
+MAX_DIM = LIMITS["d_k"][1]            # 1024
+ROW_SUM_TOLERANCE = 1e-3              # attention rows must sum to 1 within this
+EXTENSIONS = ("npy", "csv")
+
+
+class UploadError(UserError):
+    """An uploaded file the dashboard cannot use; the message is written for the user."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """One parsed file: values (heads, rows, cols) and the tokens a CSV named, if any."""
+    name: str
+    values: np.ndarray                 # (heads, rows, cols) float32
+    tokens: tuple[str, ...] | None
+
+
+def read_file(name: str, data: bytes) -> Table:
+    """A .npy or .csv upload as a (heads, rows, cols) float32 array."""
+    if len(data) > MAX_BYTES:
+        raise UploadError("model.upload_too_big", name=name, mb=len(data) / 2**20,
+                          limit=MAX_BYTES // 2**20)
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    if ext == "npy":
+        values, tokens = _read_npy(name, data), None
+    elif ext == "csv":
+        values, tokens = _read_csv(name, data)
+    else:
+        raise UploadError("model.upload_extension", name=name, allowed=", ".join(EXTENSIONS))
+    if values.ndim == 2:
+        values = values[None]                                            # (1, rows, cols)
+    if values.ndim != 3 or 0 in values.shape:
+        raise UploadError("model.upload_ndim", name=name, shape=_shape(values.shape))
+    if not np.isfinite(values).all():
+        raise UploadError("model.upload_not_finite", name=name)
+    heads, rows, cols = values.shape
+    if heads > MAX_HEADS or rows > MAX_TOKENS or cols > max(MAX_DIM, MAX_TOKENS):
+        raise UploadError("model.upload_too_large", name=name, shape=_shape(values.shape),
+                          heads=MAX_HEADS, tokens=MAX_TOKENS)
+    return Table(name=name, values=values.astype(np.float32), tokens=tokens)
+
+
+def _shape(shape) -> str:
+    return " × ".join(str(s) for s in shape)
+
+
+def _read_npy(name: str, data: bytes) -> np.ndarray:
+    if not data.startswith(b"\x93NUMPY"):                               # not a .npy at all
+        is_pickle = data[:1] == b"\x80"                                  # pickle protocol 2+
+        raise UploadError("model.upload_pickle" if is_pickle else "model.upload_bad_npy",
+                          name=name)
+    try:
+        values = np.load(io.BytesIO(data), allow_pickle=False)
+    except ValueError as err:
+        if "pickle" in str(err).lower():
+            raise UploadError("model.upload_pickle", name=name) from None
+        raise UploadError("model.upload_bad_npy", name=name) from None
+    except (OSError, EOFError):
+        raise UploadError("model.upload_bad_npy", name=name) from None
+    if not isinstance(values, np.ndarray) or values.dtype.kind not in "biuf":
+        raise UploadError("model.upload_npy_dtype", name=name,
+                          dtype=str(getattr(values, "dtype", type(values).__name__)))
+    return values.astype(np.float64)
+
+
+def _number(cell: str) -> float | None:
+    try:
+        value = float(cell)
+    except ValueError:
+        return None
+    return value
+
+
+def _read_csv(name: str, data: bytes) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    """Rows of numbers; an optional all-text header; a first column "token" keeps tokens."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UploadError("model.upload_encoding", name=name) from None
+    rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
+    if not rows:
+        raise UploadError("model.upload_empty", name=name)
+    header = rows[0]
+    has_header = all(_number(c) is None for c in header)
+    token_col = has_header and header[0].strip().lower() == "token"
+    body = rows[1:] if has_header else rows
+    if not body:
+        raise UploadError("model.upload_empty", name=name)
+    width = len(body[0])
+    values, tokens = [], []
+    for r, row in enumerate(body):
+        line = r + 1 + int(has_header)                                   # 1-based line in the file
+        if len(row) != width:
+            raise UploadError("model.upload_ragged", name=name, line=line, cells=len(row),
+                              width=width)
+        cells = row[1:] if token_col else row
+        numbers = []
+        for c, cell in enumerate(cells):
+            value = _number(cell.strip())
+            if value is None:
+                raise UploadError("model.upload_text_cell", name=name, line=line,
+                                  column=c + 1 + int(token_col), cell=cell.strip()[:30])
+            numbers.append(value)
+        values.append(numbers)
+        if token_col:
+            tokens.append(row[0].strip())
+    return np.array(values, dtype=np.float64), (tuple(tokens) if token_col else None)
+
+
+def resolve_tokens(n: int, typed: str, tables: list[Table],
+                   fallback: tuple[str, ...]) -> tuple[str, ...]:
+    """The tokens of an upload: typed into the box, else a CSV's token column, else the
+    sidebar's tokens when their count fits; UploadError when the count does not match n."""
+    if typed.strip():
+        tokens = tuple(parse_tokens(typed))
+        source = "typed"
+    else:
+        named = next((t.tokens for t in tables if t.tokens is not None), None)
+        tokens, source = (named, "csv") if named is not None else (fallback, "sidebar")
+    if len(tokens) != n:
+        raise UploadError("model.upload_tokens_count", n=n, count=len(tokens),
+                          source=UserError(f"model.upload_tokens_{source}"))
+    return tokens
+
+
+def qkv(q: Table, k: Table, v: Table | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Q, K (and V, else zeros of width 1) as tensors (heads, n, d), shapes checked."""
+    if q.values.shape != k.values.shape:
+        raise UploadError("model.upload_qk_shape", q=_shape(q.values.shape),
+                          k=_shape(k.values.shape))
+    heads, n, d_k = q.values.shape
+    if d_k > MAX_DIM:
+        raise UploadError("model.upload_too_large", name=q.name, shape=_shape(q.values.shape),
+                          heads=MAX_HEADS, tokens=MAX_TOKENS)
+    if v is not None and v.values.shape[:2] != (heads, n):
+        raise UploadError("model.upload_v_shape", v=_shape(v.values.shape), heads=heads, n=n)
+    q_t = torch.from_numpy(q.values)                                     # (heads, n, d_k)
+    k_t = torch.from_numpy(k.values)                                     # (heads, n, d_k)
+    v_t = torch.from_numpy(v.values) if v is not None else torch.zeros(heads, n, 1)  # (heads, n, d_v)
+    return q_t, k_t, v_t
+
+
+def attention_matrix(table: Table) -> torch.Tensor:
+    """A ready attention matrix (heads, n, n): square, non-negative, rows summing to 1."""
+    heads, rows, cols = table.values.shape
+    if rows != cols:
+        raise UploadError("model.upload_not_square", name=table.name,
+                          shape=_shape(table.values.shape))
+    w = torch.from_numpy(table.values)                                   # (heads, n, n)
+    if (w < 0).any():
+        h, i, j = (int(x) for x in (w < 0).nonzero()[0])
+        raise UploadError("model.upload_negative", head=h, row=i, column=j,
+                          value=float(w[h, i, j]))
+    sums = w.double().sum(dim=-1)                                        # (heads, n)
+    bad = (sums - 1.0).abs() > ROW_SUM_TOLERANCE
+    if bad.any():
+        h, i = (int(x) for x in bad.nonzero()[0])
+        raise UploadError("model.upload_row_sum", head=h, row=i, total=float(sums[h, i]),
+                          count=int(bad.sum()))
+    return w
+
+
+def to_npy(values: torch.Tensor) -> bytes:
+    """A tensor as the bytes of a .npy file (what the upload reads back)."""
+    buf = io.BytesIO()
+    np.save(buf, values.detach().cpu().numpy().astype(np.float32), allow_pickle=False)
+    return buf.getvalue()
+
+
+def to_csv(values: torch.Tensor, tokens) -> bytes:
+    """One head (n, d) as CSV with a header and a "token" column (what the upload reads back;
+    like every CSV the dashboard writes, cells that a spreadsheet would run are defused)."""
+    frame = pd.DataFrame(values.detach().cpu().numpy(),
+                         columns=[f"d{i}" for i in range(values.shape[-1])])
+    frame.insert(0, "token", list(tokens))
+    return csv_bytes(frame)
