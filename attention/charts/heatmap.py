@@ -74,13 +74,13 @@ def block_axes(tokens: Sequence[str], blocks: Blocks, how: str) -> BlockAxes:
 
 
 # A pooled chart ships only these numeric columns; positions, range labels and token
-# previews are derived in the browser from the block index (see _block_data).
+# previews are derived in the browser from the block index (see block_data).
 BLOCK_COLUMNS = {"head": "int16", "query_block": "int16", "key_block": "int16",
                  "weight": "float32", "unscaled_weight": "float32", "difference": "float32",
                  "cells": "int32"}
 
 
-def _block_data(frame: pd.DataFrame, axes: BlockAxes):
+def block_data(frame: pd.DataFrame, axes: BlockAxes):
     """(small numeric frame, calculate transforms that rebuild the tooltip columns)."""
     data = frame[list(BLOCK_COLUMNS)].astype(BLOCK_COLUMNS)
     previews = json.dumps(list(axes.previews), ensure_ascii=True)
@@ -263,7 +263,7 @@ def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, value: str
 
 
 def _chart_data(frame: pd.DataFrame, axes: CellAxes | BlockAxes):
-    return _block_data(frame, axes) if isinstance(axes, BlockAxes) else (frame, {})
+    return block_data(frame, axes) if isinstance(axes, BlockAxes) else (frame, {})
 
 
 def _head_expr(lang: str) -> str:

@@ -1,0 +1,202 @@
+"""Heatmap chart builders: data equal to the analysis, positions not token text, no NaN."""
+import json
+import math
+import re
+
+import altair as alt
+import pandas as pd
+import pytest
+import torch
+
+from attention import frames
+from attention.analysis import analyze
+from attention.charts import heatmap as charts
+from attention.export import chart_spec
+from attention.pooling import blocks_for, pooled_cells
+from attention.spec import AttentionSpec
+
+CAT = AttentionSpec(tokens=tuple("the cat sat on the mat".split()), heads=2, d_k=8, d_model=16)
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return analyze(CAT)
+
+
+def spec_of(chart) -> dict:
+    return chart_spec(chart)
+
+
+def data_of(spec: dict) -> pd.DataFrame:
+    """The chart's top-level dataset (the one all panels share)."""
+    values = spec["datasets"][spec["data"]["name"]]
+    return pd.DataFrame(values)
+
+
+def panels(spec: dict) -> list[dict]:
+    """Each panel's rect layer (the first layer of every hconcat entry)."""
+    return [p["layer"][0] for p in spec["hconcat"]]
+
+
+def eval_label_expr(expr: str, value: int) -> str:
+    """Evaluate our labelExpr form `[...labels...][datum.value - start]` in Python."""
+    match = re.fullmatch(r"(\[.*\])\[datum\.value - (\d+)\]", expr)
+    assert match, expr
+    return json.loads(match.group(1))[value - int(match.group(2))]
+
+
+def test_the_cat_sat_on_the_mat_is_a_6_by_6_grid_keyed_by_position(cat):
+    frame = frames.cells(cat, heads=[0])
+    chart = charts.comparison_chart(frame, charts.cell_axes(cat.tokens, range(6), range(6)))
+    spec = spec_of(chart)
+    data = data_of(spec)
+    assert len(data) == 36                                        # not 25: "the" twice
+    assert sorted(set(data["query_pos"])) == list(range(6))
+    for layer in panels(spec):
+        x, y = layer["encoding"]["x"], layer["encoding"]["y"]
+        assert (x["field"], y["field"]) == ("key_pos", "query_pos")
+        assert x["scale"]["domain"] == y["scale"]["domain"] == list(range(6))
+    axis = panels(spec)[0]["encoding"]["y"]["axis"]
+    labels = [eval_label_expr(axis["labelExpr"], p) for p in range(6)]
+    assert labels == list(CAT.tokens)                             # positions 0 and 4 both "the"
+
+
+def test_chart_data_equals_the_analysis(cat):
+    for head in range(cat.heads):
+        frame = frames.cells(cat, heads=[head])
+        data = data_of(spec_of(charts.comparison_chart(
+            frame, charts.cell_axes(cat.tokens, range(6), range(6)))))
+        raw = cat.q[head] @ cat.k[head].T                           # (n, n) q.k by hand
+        for row in data.itertuples():
+            q, k = row.query_pos, row.key_pos
+            assert row.weight == pytest.approx(float(cat.scaled.weights[head, q, k]), abs=1e-6)
+            assert row.unscaled_weight == pytest.approx(float(cat.unscaled.weights[head, q, k]), abs=1e-6)
+            assert row.raw_score == pytest.approx(float(raw[q, k]), rel=1e-5, abs=1e-5)
+            assert row.scaled_score == pytest.approx(float(raw[q, k]) / math.sqrt(8), rel=1e-5, abs=1e-5)
+            assert row.difference == pytest.approx(row.weight - row.unscaled_weight, abs=1e-6)
+            assert (row.query_token, row.key_token) == (CAT.tokens[q], CAT.tokens[k])
+
+
+def test_rendered_axis_labels_and_cell_numbers(cat):
+    """Render the chart (vl-convert runs Vega): the y axis reads the tokens top to bottom,
+    repeated tokens included, and each cell prints its own weight."""
+    import vl_convert as vlc
+
+    tokens = ("zebra", "quokka", "zebra", "<b>x</b>", "猫")
+    a = analyze(AttentionSpec(tokens=tokens, heads=1, d_k=4, d_model=8))
+    chart = charts.comparison_chart(frames.cells(a), charts.cell_axes(tokens, range(5), range(5)))
+    svg = vlc.vegalite_to_svg(chart_spec(chart))
+    y_labels = re.findall(r'<text text-anchor="end" transform="translate\(-2,[\d.]+\)"[^>]*>([^<]*)</text>', svg)
+    assert y_labels == ["zebra", "quokka", "zebra", "&lt;b&gt;x&lt;/b&gt;", "猫"]   # panel 1 only
+    x_labels = re.findall(r'rotate\(270\) translate\(0,4\)"[^>]*>([^<]*)</text>', svg)
+    assert x_labels[:5] == y_labels and len(x_labels) == 15                      # three panels
+    cells = re.findall(r'aria-label="key_pos: (\d); query_pos: (\d); label: ([^"]*)"', svg)
+    assert len(cells) == 3 * 25
+    w = a.scaled.weights[0]
+    for k, q, label in cells[:25]:                                               # scaled panel
+        assert float(label) == pytest.approx(float(w[int(q), int(k)]), abs=0.005)
+
+
+def test_colour_scales_shared_for_weights_and_centred_for_differences(cat):
+    frame = frames.cells(cat, heads=[1])
+    spec = spec_of(charts.comparison_chart(frame, charts.cell_axes(cat.tokens, range(6), range(6))))
+    scaled, unscaled, diff = (p["encoding"]["color"]["scale"] for p in panels(spec))
+    top = max(frame["weight"].max(), frame["unscaled_weight"].max())
+    assert scaled["domain"] == unscaled["domain"] == [0, pytest.approx(top)]
+    assert scaled["scheme"] == unscaled["scheme"]
+    m = frame["difference"].abs().max()
+    assert diff["domain"] == [pytest.approx(-m), pytest.approx(m)] and diff["domainMid"] == 0
+    own = spec_of(charts.comparison_chart(frame, charts.cell_axes(cat.tokens, range(6), range(6)),
+                                          shared=False))
+    assert panels(own)[0]["encoding"]["color"]["scale"]["domain"] == [0, pytest.approx(frame["weight"].max())]
+
+
+def test_numbers_in_cells_only_when_small(cat):
+    small = spec_of(charts.comparison_chart(frames.cells(cat, heads=[0]),
+                                            charts.cell_axes(cat.tokens, range(6), range(6))))
+    assert [layer["mark"]["type"] for layer in small["hconcat"][0]["layer"]] == ["rect", "text"]
+    a = analyze(AttentionSpec(tokens=tuple(f"w{i}" for i in range(20)), heads=1))
+    big = spec_of(charts.comparison_chart(frames.cells(a), charts.cell_axes(a.tokens, range(20), range(20))))
+    assert [layer["mark"]["type"] for layer in big["hconcat"][0]["layer"]] == ["rect"]
+
+
+def test_tooltip_has_tokens_positions_scores_and_weights(cat):
+    spec = spec_of(charts.comparison_chart(frames.cells(cat, heads=[0]),
+                                           charts.cell_axes(cat.tokens, range(6), range(6))))
+    fields = [t["field"] for t in panels(spec)[0]["encoding"]["tooltip"]]
+    assert fields == ["query_token", "query_pos", "key_token", "key_pos", "raw_score",
+                      "scaled_score", "weight", "unscaled_weight", "difference"]
+
+
+def test_causal_zoom_window_has_no_nan_and_keeps_empty_columns():
+    a = analyze(AttentionSpec(tokens=tuple(f"t{i}" for i in range(12)), causal=True, heads=1))
+    queries, keys = range(2, 6), range(3, 9)
+    frame = frames.cells(a, queries=queries, keys=keys)
+    spec = spec_of(charts.comparison_chart(frame, charts.cell_axes(a.tokens, queries, keys)))
+    data = data_of(spec)
+    assert len(data) == sum(1 for q in queries for k in keys if k <= q)
+    assert not data.select_dtypes("number").isna().any().any()
+    assert panels(spec)[0]["encoding"]["x"]["scale"]["domain"] == list(keys)   # masked keys stay
+    assert eval_label_expr(panels(spec)[0]["encoding"]["x"]["axis"]["labelExpr"], 8) == "t8"
+
+
+def pooled_chart(a, max_blocks=16, how="max", box=None):
+    frame = pooled_cells(a, [0], max_blocks, how)
+    axes = charts.block_axes(a.tokens, blocks_for(a.n, max_blocks), how)
+    return frame, charts.comparison_chart(frame, axes, box=box)
+
+
+def test_pooled_overview_is_small_numeric_and_matches_pooling():
+    a = analyze(AttentionSpec(tokens=tuple(f"t{i}" for i in range(300)), heads=1, causal=True))
+    frame, chart = pooled_chart(a, 64, box=(10, 26, 0, 16))
+    spec = spec_of(chart)
+    data = data_of(spec)
+    assert len(data) <= 64 * 64 and len(data) == len(frame)
+    assert not data.isna().any().any()
+    assert set(data.columns) == set(charts.BLOCK_COLUMNS)             # no per-row strings shipped
+    pd.testing.assert_series_equal(data["weight"], frame["weight"].astype("float32"),
+                                   check_names=False, atol=1e-7, check_dtype=False)
+    assert spec["usermeta"]["embedOptions"]["renderer"] == "canvas"
+    box = spec["hconcat"][0]["layer"][-1]
+    assert box["mark"]["stroke"] == charts.BOX_COLOR
+    assert spec["datasets"][box["data"]["name"]] == [{"q0": 10, "q1": 26, "k0": 0, "k1": 16}]
+
+
+def test_pooled_tooltip_columns_are_rebuilt_in_the_browser():
+    """Render the pooled chart's own calculate transforms with Vega and read the range labels."""
+    import vl_convert as vlc
+
+    a = analyze(AttentionSpec(tokens=tuple(f"t{i}" for i in range(10)), heads=1))
+    frame = pooled_cells(a, [0], 3, "mean")                         # blocks 0-3, 4-7, 8-9
+    axes = charts.block_axes(a.tokens, blocks_for(10, 3), "mean")
+    data, calc = charts.block_data(frame, axes)
+    probe = (alt.Chart(data).transform_calculate(**calc)
+             .transform_calculate(label="datum.query_range + '|' + datum.query_start + '|' "
+                                        "+ datum.query_stop + '|' + datum.query_tokens")
+             .mark_text().encode(y="query_block:O", text="label:N"))
+    svg = vlc.vegalite_to_svg(chart_spec(probe))
+    found = set(re.findall(r">([^<>]*\|[^<>]*)</text>", svg))
+    assert found == {"0-3|0|4|t0 … t3", "4-7|4|8|t4 … t7", "8-9|8|10|t8 … t9"}
+
+
+def test_heads_grid_has_every_head_and_one_colour_scale(cat):
+    frame = frames.cells(cat)
+    spec = spec_of(charts.heads_grid_chart(frame, charts.cell_axes(cat.tokens, range(6), range(6)),
+                                           "difference"))
+    data = data_of(spec)
+    assert len(data) == cat.heads * 36
+    assert spec["facet"]["field"] == "head"
+    scale = spec["spec"]["encoding"]["color"]["scale"]
+    assert scale["domainMid"] == 0 and scale["domain"][0] == -scale["domain"][1]
+
+
+def test_row_chart_scaled_vs_unscaled(cat):
+    cells = frames.cells(cat, heads=[1], queries=range(2, 3))
+    long = charts.row_frame(cells)
+    assert len(long) == 12
+    spec = spec_of(charts.row_chart(long, cat.tokens))
+    data = pd.DataFrame(spec["datasets"][spec["data"]["name"]])
+    scaled = data[data["kind"] == long["kind"].iloc[0]].sort_values("key_pos")["value"].to_numpy()
+    torch.testing.assert_close(torch.tensor(scaled), cat.scaled.weights[1, 2], check_dtype=False)
+    assert spec["mark"]["type"] == "bar"
+    assert eval_label_expr(spec["encoding"]["x"]["axis"]["labelExpr"], 4) == "the"
