@@ -1,0 +1,46 @@
+"""Shared helpers for the benchmarks: interleaved timing and the result table.
+
+Every benchmark module exposes `run() -> list[dict]`; each row has `name`, `baseline` (what
+the ratio is measured against, in the same run), `ratio` and `target` (the largest ratio
+that meets the goal), plus a short `detail`.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int,
+                        warmup: int = 1) -> dict[str, float]:
+    """Median CPU seconds per function, running them in turn (order reversed every other
+    round) so that a machine slowing down or speeding up hits all of them alike.
+
+    CPU time of this process, not wall time: the benchmarks run torch on one thread, and on a
+    shared machine wall time mostly measures the neighbours."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(repeats):
+        for name in names if r % 2 == 0 else reversed(names):
+            start = time.process_time()
+            fns[name]()
+            times[name].append(time.process_time() - start)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def row(name: str, baseline: str, ratio: float, target: float, detail: str = "") -> dict:
+    return {"name": name, "baseline": baseline, "ratio": ratio, "target": target,
+            "ok": ratio <= target, "detail": detail}
+
+
+def print_table(rows: list[dict]) -> None:
+    width = max(len(r["name"]) for r in rows)
+    base = max(len(r["baseline"]) for r in rows)
+    print(f"{'benchmark':<{width}}  {'baseline':<{base}}  {'ratio':>7}  {'target':>7}  ok   detail")
+    for r in rows:
+        print(f"{r['name']:<{width}}  {r['baseline']:<{base}}  {r['ratio']:>7.2f}  "
+              f"{'<= ' + format(r['target'], 'g'):>7}  {'yes' if r['ok'] else 'NO ':<4} "
+              f"{r.get('detail', '')}")
