@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 import torch
 
+from .analysis import Analysis, analyze_qkv
 from .errors import UserError
 from .export import csv_bytes
-from .spec import LIMITS
+from .spec import LIMITS, AttentionSpec
 from .tokens import MAX_TOKENS, parse_tokens
 
 MAX_BYTES = 16 * 1024 * 1024          # per file
@@ -198,3 +199,24 @@ def to_csv(values: torch.Tensor, tokens) -> bytes:
                          columns=[f"d{i}" for i in range(values.shape[-1])])
     frame.insert(0, "token", list(tokens))
     return csv_bytes(frame)
+
+
+def qkv_analysis(spec: AttentionSpec, q: tuple[str, bytes], k: tuple[str, bytes],
+                 v: tuple[str, bytes] | None, typed_tokens: str = "") -> Analysis:
+    """Analysis of uploaded (name, bytes) Q, K and optional V through core.attention, with
+    the spec's mask and temperature; the tokens come from resolve_tokens."""
+    tables = [read_file(*f) for f in (q, k) + ((v,) if v is not None else ())]
+    q_t, k_t, v_t = qkv(tables[0], tables[1], tables[2] if v is not None else None)
+    heads, n, d_k = q_t.shape
+    tokens = resolve_tokens(n, typed_tokens, tables, spec.tokens)
+    own = replace(spec, tokens=tokens, heads=heads, d_k=d_k, source="toy")
+    own.validate()
+    return analyze_qkv(own, tokens, q_t, k_t, v_t)
+
+
+def matrix_upload(w: tuple[str, bytes], typed_tokens: str,
+                  fallback: tuple[str, ...]) -> tuple[tuple[str, ...], torch.Tensor]:
+    """Tokens and a validated attention matrix (heads, n, n) from an uploaded file."""
+    table = read_file(*w)
+    weights = attention_matrix(table)
+    return resolve_tokens(weights.shape[-1], typed_tokens, [table], fallback), weights

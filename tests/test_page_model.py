@@ -111,3 +111,71 @@ def test_text_too_long_for_the_model_is_a_message():
     at = open_model_page(AttentionSpec(tokens=("word",) * 600, source="pretrained"))
     assert not at.exception
     assert any("512" in e.value for e in at.error)
+
+
+# ---- Bring your own --------------------------------------------------------------------------
+
+TOY = AttentionSpec(tokens=("a", "b", "a", "c", "d"), d_model=16, d_k=8, heads=2, seed=3)
+
+
+def upload_to(at: AppTest, key: str, name: str, data: bytes) -> None:
+    at.file_uploader(key=key).set_value((name, data, "application/octet-stream"))
+
+
+def test_uploaded_qk_show_the_same_matrices():
+    from attention import upload
+    from attention.analysis import analyze
+
+    ref = analyze(TOY)
+    at = open_model_page(TOY, up_head="1")
+    upload_to(at, "up_q", "q.npy", upload.to_npy(ref.q))
+    upload_to(at, "up_k", "k.npy", upload.to_npy(ref.k))
+    at.run()
+    assert not at.exception
+    assert any("2 head(s), 5 tokens, d_k = 8" in s.value for s in at.success)
+    frames = [f for _, fs in charts(at) for f in fs
+              if {"weight", "unscaled_weight"} <= set(f) and set(f["head"]) == {1}]
+    assert frames, "the uploaded head's comparison is missing"
+    got = frames[-1].sort_values(["query_pos", "key_pos"])
+    assert torch.allclose(torch.tensor(got["weight"].to_numpy()).view(5, 5),
+                          ref.scaled.weights[1], atol=1e-6)
+    assert torch.allclose(torch.tensor(got["unscaled_weight"].to_numpy()).view(5, 5),
+                          ref.unscaled.weights[1], atol=1e-6)
+
+
+def test_uploaded_pickle_and_bad_matrix_give_messages():
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.save(buf, np.array([{"x": 1}], dtype=object), allow_pickle=True)
+    at = open_model_page(TOY)
+    upload_to(at, "up_q", "q.npy", buf.getvalue())
+    upload_to(at, "up_k", "k.npy", buf.getvalue())
+    at.run()
+    assert not at.exception
+    assert any("pickled" in e.value for e in at.error)
+
+    at = open_model_page(TOY, up_kind="matrix")
+    w = io.BytesIO()
+    np.save(w, np.full((5, 5), 0.3))
+    upload_to(at, "up_w", "w.npy", w.getvalue())
+    at.run()
+    assert not at.exception
+    assert any("sums to 1.5000" in e.value for e in at.error)
+
+
+def test_uploaded_attention_matrix_is_drawn_with_its_statistics():
+    import numpy as np
+
+    at = open_model_page(TOY, up_kind="matrix")
+    w = np.eye(5)[[0, 0, 1, 2, 3]]                       # every token attends to the previous one
+    buf = io.BytesIO()
+    np.save(buf, w)
+    upload_to(at, "up_w", "w.npy", buf.getvalue())
+    at.run()
+    assert not at.exception
+    table = at.dataframe[-1].value
+    assert len(table) == 1
+    assert table["To previous"].iloc[0] == pytest.approx(1.0)
+    cells = [f for _, fs in charts(at) for f in fs if {"value", "query_pos"} <= set(f)]
+    assert cells and cells[-1]["value"].sum() == pytest.approx(5.0)

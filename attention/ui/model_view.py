@@ -1,19 +1,24 @@
-"""Sections of the Model heads page, each drawn from a cached ModelReport.
+"""The MiniLM tab of the Model heads page, each section drawn from a cached ModelReport.
 
-The page script stays a list of calls; the drawing, the head picker (URL-backed, and set by
-a click on the grid) and the explanations live here.
+The page script stays a few calls; the drawing, the head picker (URL-backed, and set by a
+click on the grid) and the explanations live here.
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 import streamlit as st
 
 from ..charts import model as charts
+from ..errors import UserError
 from ..headstats import HEAD_COLUMNS
 from ..pretrained import HEADS, LAYERS
+from . import cache
 from . import model as cached
+from .heatmap_view import draw_comparison
 from .export import chart_buttons, csv_button
 from .state import view_widget
-from .text import lang, t
+from .text import lang, message, t
 
 LAYER_VIEW, HEAD_VIEW, STAT_VIEW = "mlayer", "mhead", "mstat"
 GRID_KEY = "model_grid"
@@ -31,6 +36,36 @@ FORMULAS = {
                r" + \tfrac12 I\Big),\qquad R_0 = A_0,\quad R_l = A_l\,R_{l-1}",
     "value": r"\big\|\alpha_{ij}\,f(x_j)\big\|,\qquad f(x) = (x W_V^h + b_V^h)\,W_O^h",
 }
+
+
+def draw_model_tab(spec) -> None:
+    """Everything about MiniLM's heads on the sidebar's text (the page's first tab)."""
+    text = " ".join(spec.tokens)
+    if spec.source != "pretrained":
+        st.info(t("model.toy_note"), icon=":material/info:")
+    if spec.causal or spec.temperature != 1.0:
+        st.info(t("model.own_settings"), icon=":material/info:")
+    try:
+        with st.spinner(t("common.computing")):
+            report = cached.report(text)
+    except UserError as err:
+        st.error(message(err), icon=":material/error:")
+        return
+    draw_pieces(report.tokens)
+    grid_slot = st.container()        # the grid shows above the pickers but needs their value
+    layer, head = pick_head()
+    with grid_slot:
+        draw_grid(report, (layer, head))
+    st.subheader(t("model.compare_title", layer=layer, head=head))
+    st.caption(t("model.compare_help"))
+    with st.spinner(t("common.computing")):   # the model's own settings: no mask, temperature 1
+        analysis = cache.analysis(replace(spec, source="pretrained", layer=layer, causal=False,
+                                          temperature=1.0))
+    draw_comparison(analysis, head, key_prefix="mh")
+    draw_table(report)
+    draw_rollout(report, layer)
+    draw_value_weighted(text, report.tokens, layer, head)
+    draw_explanations()
 
 
 def draw_pieces(tokens: tuple[str, ...]) -> None:

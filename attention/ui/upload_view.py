@@ -1,0 +1,122 @@
+"""The "Bring your own" tab: upload Q and K (and V) or a ready attention matrix, and see them
+with the same views. Parsing and checks are in attention.upload; attention of uploaded Q/K
+is computed by core.attention through analysis.analyze_qkv.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from .. import headstats, upload
+from ..analysis import Analysis
+from ..charts import model as charts
+from ..errors import UserError
+from ..spec import AttentionSpec
+from . import cache
+from .export import csv_button
+from .heatmap_view import draw_comparison, head_picker
+from .state import view_widget
+from .text import lang, message, t
+
+KINDS = ("qkv", "matrix")
+TYPES = list(upload.EXTENSIONS)
+PREFIX = "up"
+
+
+@st.cache_resource(max_entries=4, ttl="1h", show_spinner=False, hash_funcs=cache._HASH)
+def _qkv_analysis(spec: AttentionSpec, q, k, v, typed: str) -> Analysis:
+    return upload.qkv_analysis(spec, q, k, v, typed)
+
+
+@st.cache_resource(max_entries=4, ttl="1h", show_spinner=False)
+def _matrix(w, typed: str, fallback: tuple[str, ...]):
+    return upload.matrix_upload(w, typed, fallback)
+
+
+def _file(label_key: str, key: str) -> tuple[str, bytes] | None:
+    f = st.file_uploader(t(label_key), type=TYPES, key=key, help=t("model.upload_file_help"))
+    return None if f is None else (f.name, f.getvalue())
+
+
+def draw_upload_tab(spec: AttentionSpec) -> None:
+    st.caption(t("model.upload_intro"))
+    kind = view_widget(f"{PREFIX}_kind", st.segmented_control, default="qkv", cast=str,
+                       valid=KINDS.__contains__, label=t("model.upload_kind"), options=KINDS,
+                       required=True, format_func=lambda k: t(f"model.upload_kind_{k}"))
+    typed = st.text_area(t("model.upload_tokens"), key=f"{PREFIX}_tokens", height=80,
+                         help=t("model.upload_tokens_help"))
+    if kind == "qkv":
+        _draw_qkv(spec, typed)
+    else:
+        _draw_matrix(spec, typed)
+    _draw_examples(spec)
+
+
+def _draw_qkv(spec: AttentionSpec, typed: str) -> None:
+    cols = st.columns(3)
+    files = {}
+    for col, name in zip(cols, ("q", "k", "v")):
+        with col:
+            files[name] = _file(f"model.upload_{name}", f"{PREFIX}_{name}")
+    if files["q"] is None or files["k"] is None:
+        st.info(t("model.upload_waiting_qk"), icon=":material/upload_file:")
+        return
+    try:
+        with st.spinner(t("common.computing")):
+            analysis = _qkv_analysis(spec, files["q"], files["k"], files["v"], typed)
+    except UserError as err:
+        st.error(message(err), icon=":material/error:")
+        return
+    st.success(t("model.upload_ok_qkv", heads=analysis.heads, n=analysis.n,
+                 d_k=analysis.q.shape[-1]), icon=":material/check_circle:")
+    head = head_picker(analysis, key_prefix=PREFIX)
+    draw_comparison(analysis, head, key_prefix=PREFIX)
+
+
+def _draw_matrix(spec: AttentionSpec, typed: str) -> None:
+    w = _file("model.upload_matrix", f"{PREFIX}_w")
+    if w is None:
+        st.info(t("model.upload_waiting_matrix"), icon=":material/upload_file:")
+        return
+    try:
+        tokens, weights = _matrix(w, typed, spec.tokens)                # (heads, n, n)
+    except UserError as err:
+        st.error(message(err), icon=":material/error:")
+        return
+    heads, n = weights.shape[0], weights.shape[-1]
+    st.success(t("model.upload_ok_matrix", heads=heads, n=n), icon=":material/check_circle:")
+    head = view_widget(f"{PREFIX}_whead", st.selectbox, default=0, cast=int,
+                       valid=lambda h: 0 <= h < heads, label=t("model.head"),
+                       options=list(range(heads)), width=200)
+    frame = charts.matrix_frame(weights[head], tokens)
+    st.altair_chart(charts.matrix_chart(frame, tokens, lang(), value_title=t("model.weight")),
+                    width="content")
+    csv_button(frame, f"uploaded_head{head}", key=f"{PREFIX}_csv_w")
+    st.subheader(t("model.upload_stats_title"))
+    table = headstats.head_table(weights[None], tokens).drop(columns="layer")
+    names = {c: t(f"model.col_{c}") for c in ("head", *headstats.HEAD_COLUMNS)}
+    st.dataframe(table.rename(columns=names), hide_index=True, width="stretch")
+
+
+def _draw_examples(spec: AttentionSpec) -> None:
+    """Q, K and V of the sidebar's random projections, in the formats the upload reads."""
+    with st.expander(t("model.upload_examples"), icon=":material/download:"):
+        st.caption(t("model.upload_examples_help"))
+        toy = spec if spec.source == "toy" else AttentionSpec(tokens=spec.tokens)
+        try:
+            a = cache.analysis(toy)
+        except UserError as err:
+            st.error(message(err), icon=":material/error:")
+            return
+        row = st.container(horizontal=True)
+        for name, tensor in (("q", a.q), ("k", a.k), ("v", a.v)):
+            row.download_button(f"{name}.npy", data=lambda x=tensor: upload.to_npy(x),
+                                file_name=f"{name}.npy", mime="application/octet-stream",
+                                key=f"{PREFIX}_ex_{name}_npy", on_click="ignore")
+        for name, tensor in (("q", a.q), ("k", a.k)):
+            row.download_button(f"{name}_head0.csv",
+                                data=lambda x=tensor: upload.to_csv(x[0], a.tokens),
+                                file_name=f"{name}_head0.csv", mime="text/csv",
+                                key=f"{PREFIX}_ex_{name}_csv", on_click="ignore")
+        row.download_button("weights.npy", data=lambda: upload.to_npy(a.scaled.weights),
+                            file_name="weights.npy", mime="application/octet-stream",
+                            key=f"{PREFIX}_ex_w_npy", on_click="ignore")
