@@ -15,25 +15,20 @@ PAGE_FILES = ["app.py", "pages/1_Heatmap.py", "pages/2_Score_analysis.py",
               "pages/3_Model_heads.py", "pages/4_Is_sharper_better.py"]
 
 
-def run_page(path: str, spec: AttentionSpec | None = None, **params: str) -> AppTest:
-    """Run one page script as a fresh session opened on a URL with spec and params."""
-    at = AppTest.from_file(str(ROOT / path), default_timeout=60)
-    if spec is not None:
-        for key, value in spec.to_query().items():
-            at.query_params[key] = value
-    for key, value in params.items():
-        at.query_params[key] = value
-    return at.run()
-
-
 def open_page(path: str, spec: AttentionSpec | None = None, **params: str) -> AppTest:
-    """Like run_page, but entered through app.py and switched to `path`, as a browser does:
-    a page under pages/ run as the entry script cannot resolve the sidebar's page links."""
+    """A fresh session opened on `path` with the spec and params in its URL.
+
+    Entered through app.py and switched to `path`, as a browser does: a page under pages/
+    run as the entry script cannot resolve the sidebar's page links."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.switch_page(path)
+    if path != "app.py":
+        at.switch_page(path)
     for key, value in {**(spec.to_query() if spec is not None else {}), **params}.items():
         at.query_params[key] = value
     return at.run()
+
+
+run_page = open_page
 
 
 def chart_frames(at: AppTest) -> list[pd.DataFrame]:
