@@ -1,0 +1,156 @@
+"""AttentionSpec: exact URL round trip, tolerant parsing, validation, frozen and hashable."""
+from __future__ import annotations
+
+import dataclasses
+import re
+import warnings
+from urllib.parse import parse_qsl, urlencode
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention.spec import (LIMITS, MAX_CELLS, SOURCES, AttentionSpec, SpecError,
+                            SpecWarning)
+from attention.tokens import MAX_TOKENS
+from tests.test_tokens import valid_token as token
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+awkward = st.sampled_from(["New York", "a,b", "[x]", "[", "]", '"q"', "it's", "👋🏽", "猫",
+                           " ", "\u2028", "%20", "&amp;", "#1", "+", "=", "?"])
+
+
+def bounded(name):
+    lo, hi = LIMITS[name]
+    return st.integers(lo, hi)
+
+
+specs = st.builds(
+    AttentionSpec,
+    tokens=st.lists(token | awkward, min_size=1, max_size=30).map(tuple),
+    d_model=bounded("d_model"), d_k=bounded("d_k"), heads=bounded("heads"),
+    seed=bounded("seed"), positional=st.booleans(), causal=st.booleans(),
+    temperature=st.floats(*LIMITS["temperature"]),
+    source=st.sampled_from(SOURCES), layer=bounded("layer"),
+)
+
+
+def no_warnings(fn, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SpecWarning)
+        return fn(*args)
+
+
+@settings(max_examples=200, deadline=None)
+@given(spec=specs)
+def test_query_round_trip_is_exact(spec):
+    query = spec.to_query()
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in query.items())
+    assert no_warnings(AttentionSpec.from_query, query) == spec
+    # through a real URL: percent-encoding and parsing back, as a share link does
+    url_params = dict(parse_qsl(urlencode(query), keep_blank_values=True))
+    assert no_warnings(AttentionSpec.from_query, url_params) == spec
+
+
+def test_default_spec_round_trips_and_is_plain_in_the_url():
+    spec = AttentionSpec()
+    assert spec.to_query()["tokens"] == " ".join(spec.tokens)
+    assert AttentionSpec.from_query(spec.to_query()) == spec
+    assert AttentionSpec.from_query({}) == spec
+
+
+def test_tokens_that_need_json_are_encoded_as_json():
+    assert AttentionSpec(tokens=("New York", "Paris")).to_query()["tokens"] == '["New York", "Paris"]'
+    assert AttentionSpec(tokens=("[x", "y")).to_query()["tokens"] == '["[x", "y"]'
+
+
+@pytest.mark.parametrize("name, raw", [
+    ("d_k", "abc"), ("d_k", "4.0"), ("d_k", "0"), ("d_k", "1025"), ("d_k", ""),
+    ("heads", "-1"), ("heads", "17"), ("d_model", "9" * 5000), ("seed", "-1"),
+    ("seed", str(2**31)), ("temperature", "nan"), ("temperature", "inf"),
+    ("temperature", "0.001"), ("temperature", "1000"), ("temperature", "warm"),
+    ("positional", "maybe"), ("causal", "2"), ("layer", "6"), ("source", "gpu"),
+    ("tokens", ""), ("tokens", "   "), ("tokens", '["a", 1]'), ("tokens", "[broken"),
+    ("tokens", " ".join(["w"] * (MAX_TOKENS + 1))),
+])
+def test_malformed_params_fall_back_with_a_warning(name, raw):
+    default = AttentionSpec()
+    query = {"heads": "2", name: raw}  # one good parameter next to the bad one
+    spec, problems = AttentionSpec.parse_query(query)
+    assert getattr(spec, name) == getattr(default, name)
+    assert spec.heads == (2 if name != "heads" else default.heads)
+    assert [p.key for p in problems] == ["errors.url_param"]
+    assert problems[0].values["name"] == name
+    assert CJK.search(problems[0].message("zh"))
+    with pytest.warns(SpecWarning, match=name):
+        assert AttentionSpec.from_query(query) == spec
+
+
+def test_repeated_params_last_one_wins_and_a_bad_last_one_falls_back():
+    assert no_warnings(AttentionSpec.from_query, {"heads": ["2", "3"]}).heads == 3
+    spec, problems = AttentionSpec.parse_query({"heads": ["2", "x"]})
+    assert spec.heads == AttentionSpec().heads and len(problems) == 1
+    spec, problems = AttentionSpec.parse_query({"heads": []})
+    assert spec.heads == AttentionSpec().heads and len(problems) == 1
+
+
+def test_booleans_accept_the_usual_spellings():
+    for raw, value in [("1", True), ("true", True), ("On", True), ("0", False), ("no", False)]:
+        assert no_warnings(AttentionSpec.from_query, {"causal": raw}).causal is value
+
+
+def test_unknown_params_are_left_to_the_pages():
+    # the URL also carries view settings (head, zoom, language) that are not part of the spec
+    assert no_warnings(AttentionSpec.from_query, {"head": "3", "lang": "zh"}) == AttentionSpec()
+
+
+def test_settings_that_cannot_go_together_give_the_default_example():
+    query = {"tokens": " ".join(["w"] * MAX_TOKENS), "heads": "16"}
+    spec, problems = AttentionSpec.parse_query(query)
+    assert spec == AttentionSpec()
+    assert [p.key for p in problems] == ["errors.url_spec"]
+    assert problems[0].values["detail"].key == "errors.spec_cells"
+
+
+@pytest.mark.parametrize("changes, key", [
+    ({"tokens": ()}, "errors.tokens_empty"),
+    ({"tokens": ("w",) * (MAX_TOKENS + 1)}, "errors.tokens_too_many"),
+    ({"d_k": 0}, "errors.spec_range"),
+    ({"d_model": 1025}, "errors.spec_range"),
+    ({"heads": 17}, "errors.spec_range"),
+    ({"temperature": float("nan")}, "errors.spec_range"),
+    ({"temperature": float("inf")}, "errors.spec_range"),
+    ({"temperature": 0.0}, "errors.spec_range"),
+    ({"layer": -1}, "errors.spec_range"),
+    ({"source": "gpu"}, "errors.spec_source"),
+    ({"tokens": ("w",) * MAX_TOKENS, "heads": 13}, "errors.spec_cells"),
+])
+def test_validate_refuses_out_of_bounds_specs(changes, key):
+    spec = dataclasses.replace(AttentionSpec(), **changes)
+    with pytest.raises(SpecError) as info:
+        spec.validate()
+    assert info.value.key == key and isinstance(info.value, ValueError)
+    assert CJK.search(info.value.message("zh"))
+    if key == "errors.spec_cells":
+        assert info.value.values["max_heads"] == 12
+
+
+def test_the_limits_themselves_are_valid():
+    AttentionSpec(tokens=("w",) * MAX_TOKENS, heads=12).validate()
+    assert 12 * MAX_TOKENS * MAX_TOKENS == MAX_CELLS
+    for name, (lo, hi) in LIMITS.items():
+        for value in (lo, hi):
+            dataclasses.replace(AttentionSpec(), **{name: value}).validate()
+
+
+def test_frozen_hashable_and_equal_by_value():
+    a = AttentionSpec(tokens=["the", "cat"])
+    b = AttentionSpec(tokens=("the", "cat"))
+    assert a == b and hash(a) == hash(b) and isinstance(a.tokens, tuple)
+    assert {a: "cached"}[b] == "cached"
+    assert a != dataclasses.replace(a, causal=True)
+    assert hash(AttentionSpec()) == hash(AttentionSpec())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.d_k = 32
+    assert a.n == 2
