@@ -1,0 +1,283 @@
+"""Charts and measured conclusions of the "Is sharper better?" page (attention/experiment.py).
+
+Builders: DataFrame in, altair chart out. Conclusions: the sentence under each chart, filled
+in from the measured numbers (never a fixed sentence). Text comes from
+attention/locales/<lang>/sharper.toml through `translate` (no streamlit here).
+"""
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from .. import experiment as ex
+from ..i18n import translate
+
+SCALED_COLORS = {True: "#1f77b4", False: "#d62728"}
+RELEVANT_COLORS = {True: "#2ca02c", False: "#9e9e9e"}
+POINT_COLOR = "#1f77b4"
+GAP = 0.01     # accuracy differences below this are called a tie in the conclusions
+STRONG_AGREEMENT = 0.9   # top-token agreement from which attention is called a fair guide
+
+
+def _t(lang: str, key: str, **values) -> str:
+    return translate(lang, f"sharper.{key}", **values)
+
+
+def m_label(multiplier: str, lang: str) -> str:
+    """'m = 2' or the word for argmax: how a point of the sweep is labelled."""
+    return _t(lang, "argmax") if multiplier == ex.ARGMAX else _t(lang, "m_is", m=multiplier)
+
+
+def _ceilings(lang: str) -> pd.DataFrame:
+    return pd.DataFrame({"accuracy": [ex.CEILING, ex.ONE_TOKEN],
+                         "reference": [_t(lang, "ref_ceiling", value=ex.CEILING),
+                                       _t(lang, "ref_one_token", value=ex.ONE_TOKEN)]})
+
+
+def _reference_rules(lang: str) -> alt.Chart:
+    """Dashed horizontal lines at Phi(1) (averaging the 4 relevant tokens) and Phi(0.5),
+    named in a legend so no label sits on the data."""
+    data = _ceilings(lang)
+    return alt.Chart(data).mark_rule(color="#555555").encode(
+        y="accuracy:Q",
+        strokeDash=alt.StrokeDash("reference:N", title=None,
+                                  legend=alt.Legend(orient="top", labelLimit=400),
+                                  scale=alt.Scale(domain=data["reference"].tolist(),
+                                                  range=[[6, 3], [2, 3]])),
+        tooltip=[alt.Tooltip("reference:N", title=" "),
+                 alt.Tooltip("accuracy:Q", title=_t(lang, "axis_accuracy"), format=".3f")])
+
+
+def _sweep_points(sweep: pd.DataFrame, lang: str) -> pd.DataFrame:
+    data = sweep.copy()
+    data["order"] = np.arange(len(data))
+    data["label"] = [m_label(m, lang) for m in data["multiplier"]]
+    return data
+
+
+def _labelled_curve(data: pd.DataFrame, x: alt.X, lang: str, title: str,
+                    width: int, height: int) -> alt.LayerChart:
+    """accuracy against one sharpness measure: a line in m order, points, "m = ..." labels.
+
+    A point whose right-hand neighbour (along x) is higher has its label below the line, so
+    labels on a rising stretch do not run into the next point's."""
+    field = x.shorthand.split(":")[0]
+    by_x = data.sort_values(field)
+    below = by_x["accuracy"].to_numpy() < np.r_[by_x["accuracy"].to_numpy()[1:], -np.inf]
+    data = data.assign(below=pd.Series(below, index=by_x.index))
+    tooltip = [alt.Tooltip("label:N", title=_t(lang, "axis_multiplier")),
+               alt.Tooltip("accuracy:Q", title=_t(lang, "axis_accuracy"), format=".3f"),
+               alt.Tooltip("max_weight:Q", title=_t(lang, "axis_max_weight"), format=".3f"),
+               alt.Tooltip("effective_tokens:Q", title=_t(lang, "axis_effective"), format=".2f"),
+               alt.Tooltip("relevant_mass:Q", title=_t(lang, "axis_relevant_mass"), format=".1%")]
+    y = alt.Y("accuracy:Q", title=_t(lang, "axis_accuracy"), scale=alt.Scale(domain=[0.5, 0.9]))
+    base = alt.Chart(data).encode(x=x, y=y, order="order:Q", tooltip=tooltip)
+    text = base.mark_text(align="left", dx=7, fontSize=12).encode(text="label:N")
+    curve = alt.layer(
+        base.mark_line(color=POINT_COLOR, opacity=0.5),
+        base.mark_circle(size=90, color=POINT_COLOR, opacity=1),
+        text.transform_filter("datum.below").mark_text(align="left", dx=6, dy=12, fontSize=12),
+        text.transform_filter("!datum.below").mark_text(align="left", dx=6, dy=-9, fontSize=12),
+        _reference_rules(lang),
+    )
+    return curve.properties(title=title, width=width, height=height)
+
+
+def sharpening_chart(sweep: pd.DataFrame, lang: str, width: int = 360,
+                     height: int = 260) -> alt.HConcatChart:
+    """The inverted U: accuracy against max weight and against effective tokens, one point
+    per test-time multiplier m."""
+    data = _sweep_points(sweep, lang)
+    by_max = _labelled_curve(
+        data, alt.X("max_weight:Q", title=_t(lang, "axis_max_weight"),
+                    scale=alt.Scale(domain=[0, 1.12], nice=False),
+                    axis=alt.Axis(values=[0, 0.2, 0.4, 0.6, 0.8, 1.0])),
+        lang, _t(lang, "title_vs_max"), width, height)
+    by_eff = _labelled_curve(
+        data, alt.X("effective_tokens:Q", title=_t(lang, "axis_effective"),
+                    scale=alt.Scale(type="log", base=2, domain=[0.8, 20], nice=False),
+                    axis=alt.Axis(values=[1, 2, 4, 8, 16])),
+        lang, _t(lang, "title_vs_effective"), width, height)
+    return alt.hconcat(by_max, by_eff)
+
+
+def mass_chart(sweep: pd.DataFrame, lang: str, width: int = 420,
+               height: int = 260) -> alt.LayerChart:
+    """Share of attention on the 4 relevant tokens against accuracy, labelled by m."""
+    data = _sweep_points(sweep, lang)
+    return _labelled_curve(
+        data, alt.X("relevant_mass:Q", title=_t(lang, "axis_relevant_mass"),
+                    scale=alt.Scale(domain=[0, 1.12], nice=False),
+                    axis=alt.Axis(format="%", values=[0, 0.2, 0.4, 0.6, 0.8, 1.0])),
+        lang, _t(lang, "title_mass"), width, height)
+
+
+def scaling_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean, std (0 for one seed) and count over seeds per (d_k, scaled)."""
+    grouped = table.groupby(["d_k", "scaled"], sort=True)
+    out = grouped[["accuracy", "max_weight", "effective_tokens"]].mean()
+    out["accuracy_std"] = grouped["accuracy"].std(ddof=1).fillna(0.0)
+    out["seeds"] = grouped["seed"].count()
+    return out.reset_index()
+
+
+def _variant(table: pd.DataFrame, lang: str) -> pd.DataFrame:
+    data = table.copy()
+    data["variant"] = [_t(lang, "variant_scaled" if s else "variant_unscaled")
+                       for s in data["scaled"]]
+    return data
+
+
+def scaling_chart(table: pd.DataFrame, lang: str, width: int = 300,
+                  height: int = 260) -> alt.HConcatChart:
+    """Scaled vs unscaled training by d_k: every seed as a point, the mean as a tick with
+    +-1 std error bars; accuracy on the left, max weight of the trained head on the right."""
+    data = _variant(table, lang)
+    names = [_t(lang, "variant_scaled"), _t(lang, "variant_unscaled")]
+    color = alt.Color("variant:N", title=None, legend=alt.Legend(orient="top"),
+                      scale=alt.Scale(domain=names, range=[SCALED_COLORS[True],
+                                                           SCALED_COLORS[False]]))
+    x = alt.X("d_k:O", title="d_k", axis=alt.Axis(labelAngle=0))
+    offset = alt.XOffset("variant:N", scale=alt.Scale(domain=names))
+    tooltip = [alt.Tooltip("d_k:O"), alt.Tooltip("variant:N", title=" "),
+               alt.Tooltip("seed:Q", title=_t(lang, "tip_seed")),
+               alt.Tooltip("accuracy:Q", title=_t(lang, "axis_accuracy"), format=".3f"),
+               alt.Tooltip("max_weight:Q", title=_t(lang, "axis_max_weight"), format=".3f"),
+               alt.Tooltip("effective_tokens:Q", title=_t(lang, "axis_effective"), format=".2f")]
+
+    def panel(field: str, title: str, domain: list[float], refs: bool) -> alt.LayerChart:
+        y = alt.Y(f"{field}:Q", title=_t(lang, f"axis_{field}"), scale=alt.Scale(domain=domain))
+        base = alt.Chart(data).encode(x=x, xOffset=offset, color=color)
+        layers = [
+            base.mark_errorbar(extent="stdev", ticks=True).encode(y=y),
+            base.mark_tick(thickness=3, size=18).encode(y=f"mean({field}):Q"),
+            base.mark_circle(size=55, opacity=0.75).encode(y=y, tooltip=tooltip),
+        ]
+        if refs:
+            layers.append(_reference_rules(lang))
+        return alt.layer(*layers).properties(title=title, width=width, height=height)
+
+    return alt.hconcat(
+        panel("accuracy", _t(lang, "title_scaling_accuracy"), [0.5, 0.9], True),
+        panel("max_weight", _t(lang, "title_scaling_max"), [0, 1.05], False),
+    )
+
+
+def sample_chart(sample: pd.DataFrame, lang: str, width: int = 330,
+                 height: int = 200) -> alt.HConcatChart:
+    """One eval sample's attention over its 16 tokens at m = 1 and at argmax; relevant
+    tokens in green. Bars are keyed by position."""
+    data = sample.copy()
+    data["kind"] = [_t(lang, "token_relevant" if r else "token_noise") for r in data["relevant"]]
+    kinds = [_t(lang, "token_relevant"), _t(lang, "token_noise")]
+    panels = []
+    for multiplier in (ex.multiplier_label(1.0), ex.ARGMAX):
+        part = data[data["multiplier"] == multiplier]
+        bars = alt.Chart(part).mark_bar().encode(
+            x=alt.X("position:O", title=_t(lang, "axis_position"), axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("weight:Q", title=_t(lang, "axis_weight"), scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="top"),
+                            scale=alt.Scale(domain=kinds, range=[RELEVANT_COLORS[True],
+                                                                 RELEVANT_COLORS[False]])),
+            tooltip=[alt.Tooltip("position:O", title=_t(lang, "axis_position")),
+                     alt.Tooltip("kind:N", title=" "),
+                     alt.Tooltip("weight:Q", title=_t(lang, "axis_weight"), format=".3f")])
+        panels.append(bars.properties(title=m_label(multiplier, lang), width=width,
+                                      height=height))
+    return alt.hconcat(*panels)
+
+
+def importance_chart(importance: pd.DataFrame, lang: str, width: int = 560,
+                     height: int = 320) -> alt.Chart:
+    """Each token's attention weight against its leave-one-out effect on the output."""
+    data = importance.copy()
+    data["kind"] = [_t(lang, "token_relevant" if r else "token_noise") for r in data["relevant"]]
+    kinds = [_t(lang, "token_relevant"), _t(lang, "token_noise")]
+    return alt.Chart(data).mark_circle(size=28, opacity=0.6).encode(
+        x=alt.X("weight:Q", title=_t(lang, "axis_weight")),
+        y=alt.Y("effect:Q", title=_t(lang, "axis_effect")),
+        color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="top"),
+                        scale=alt.Scale(domain=kinds, range=[RELEVANT_COLORS[True],
+                                                             RELEVANT_COLORS[False]])),
+        tooltip=[alt.Tooltip("sample:Q", title=_t(lang, "tip_sample")),
+                 alt.Tooltip("position:Q", title=_t(lang, "axis_position")),
+                 alt.Tooltip("kind:N", title=" "),
+                 alt.Tooltip("weight:Q", title=_t(lang, "axis_weight"), format=".3f"),
+                 alt.Tooltip("effect:Q", title=_t(lang, "axis_effect"), format=".3f")],
+    ).properties(width=width, height=height)
+
+
+# ---- conclusions, from the measured numbers ------------------------------------------------
+
+def sharpening_conclusion(sweep: pd.DataFrame, lang: str) -> str:
+    """Where accuracy peaks, and what the sharpest and the flattest attention score."""
+    rows = sweep.set_index("multiplier")
+    best = rows["accuracy"].idxmax()
+    sharp, flat = rows.loc[ex.ARGMAX], rows.loc[ex.multiplier_label(0.0)]
+    values = dict(best=m_label(best, lang), best_acc=rows.loc[best, "accuracy"],
+                  best_max=rows.loc[best, "max_weight"],
+                  best_eff=rows.loc[best, "effective_tokens"],
+                  sharp_acc=sharp["accuracy"], sharp_max=sharp["max_weight"],
+                  flat_acc=flat["accuracy"], ceiling=ex.CEILING)
+    key = "sharpening_peak" if sharp["accuracy"] < values["best_acc"] - GAP else "sharpening_flat"
+    return _t(lang, key, **values)
+
+
+def mass_conclusion(sweep: pd.DataFrame, lang: str) -> str:
+    """More weight on the right tokens, yet a worse model (or not, if that is what happened)."""
+    rows = sweep.set_index("multiplier")
+    one, sharp = rows.loc[ex.multiplier_label(1.0)], rows.loc[ex.ARGMAX]
+    most = rows["relevant_mass"].idxmax()
+    best = rows["accuracy"].idxmax()
+    values = dict(mass_one=one["relevant_mass"], acc_one=one["accuracy"],
+                  mass_sharp=sharp["relevant_mass"], acc_sharp=sharp["accuracy"],
+                  most=m_label(most, lang), most_mass=rows.loc[most, "relevant_mass"],
+                  most_acc=rows.loc[most, "accuracy"], best=m_label(best, lang),
+                  best_mass=rows.loc[best, "relevant_mass"], best_acc=rows.loc[best, "accuracy"])
+    worse = rows.loc[most, "accuracy"] < rows.loc[best, "accuracy"] - GAP
+    return _t(lang, "mass_worse" if worse else "mass_same", **values)
+
+
+def scaling_conclusion(table: pd.DataFrame, lang: str) -> str:
+    """The gap at the largest d_k (mean +- std over seeds) and at the smallest."""
+    summary = scaling_summary(table).set_index(["d_k", "scaled"])
+    d_ks = sorted(set(table["d_k"]))
+    big, small = d_ks[-1], d_ks[0]
+    s, u = summary.loc[(big, True)], summary.loc[(big, False)]
+    values = dict(d_k=big, acc_s=s["accuracy"], sd_s=s["accuracy_std"], acc_u=u["accuracy"],
+                  sd_u=u["accuracy_std"], max_u=u["max_weight"], eff_u=u["effective_tokens"],
+                  max_s=s["max_weight"], seeds=int(s["seeds"]), small=small,
+                  gap_small=summary.loc[(small, True), "accuracy"]
+                  - summary.loc[(small, False), "accuracy"])
+    key = "scaling_worse" if u["accuracy"] < s["accuracy"] - GAP else "scaling_same"
+    return _t(lang, key, **values)
+
+
+def sample_conclusion(sample: pd.DataFrame, accuracy: dict[str, float], lang: str) -> str:
+    """How this sample's attention is spread at m = 1 and where argmax puts all of it."""
+    soft = sample[sample["multiplier"] == ex.multiplier_label(1.0)]
+    hard = sample[sample["multiplier"] == ex.ARGMAX]
+    pick = hard.loc[hard["weight"].idxmax()]
+    return _t(lang, "sample", mass=float(soft.loc[soft["relevant"], "weight"].sum()),
+              max_w=float(soft["weight"].max()), relevant=int(soft["relevant"].sum()),
+              pos=int(pick["position"]),
+              kind=_t(lang, "kind_relevant" if pick["relevant"] else "kind_noise"),
+              acc_one=accuracy[ex.multiplier_label(1.0)], acc_sharp=accuracy[ex.ARGMAX])
+
+
+def top_agreement(importance: pd.DataFrame) -> float:
+    """Share of samples whose most-attended token is also the one with the largest effect."""
+    by_sample = importance.groupby("sample")
+    top_w = importance.loc[by_sample["weight"].idxmax(), ["sample", "position"]]
+    top_e = importance.loc[by_sample["effect"].idxmax(), ["sample", "position"]]
+    return float((top_w["position"].to_numpy() == top_e["position"].to_numpy()).mean())
+
+
+def importance_conclusion(importance: pd.DataFrame, pooled: float, within: float,
+                          lang: str) -> str:
+    """Rank correlation, and how often the most-attended token is the most important one."""
+    top = top_agreement(importance)
+    return _t(lang, "importance_strong" if top >= STRONG_AGREEMENT else "importance",
+              points=len(importance), samples=importance["sample"].nunique(), pooled=pooled,
+              within=within, top=top, miss=1.0 - top)

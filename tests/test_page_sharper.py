@@ -1,0 +1,131 @@
+"""The "Is sharper better?" page in AppTest: it runs, takes its seed from the URL, draws the
+sweep functions' own numbers, and writes its conclusions from them.
+
+Training is shortened (fewer steps, a smaller held-out set) by patching the experiment's
+constants: AppTest runs the page in this process, so the page and the reference calls below
+see the same settings."""
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from attention import experiment as ex
+from tests.apptest import run_page
+
+PAGE = "pages/4_Is_sharper_better.py"
+SEED = 1
+
+
+@pytest.fixture(scope="module")
+def short_runs():
+    patch = pytest.MonkeyPatch()
+    patch.setattr(ex, "SHARPEN_STEPS", 40)
+    patch.setattr(ex, "SCALING_STEPS", 30)
+    patch.setattr(ex, "EVAL_SIZE", 2048)
+    yield
+    patch.undo()
+
+
+@pytest.fixture(scope="module")
+def expected(short_runs):
+    return ex.sharpening_study(SEED), ex.scaling_sweep((SEED, SEED + 1, SEED + 2))
+
+
+@pytest.fixture(scope="module")
+def page(short_runs):
+    return run_page(PAGE, seed=str(SEED))
+
+
+def charts(at) -> list[tuple[dict, list[pd.DataFrame]]]:
+    out = []
+    for chart in at.get("vega_lite_chart"):
+        frames = [pa.ipc.open_stream(io.BytesIO(d.data.data)).read_all().to_pandas()
+                  for d in chart.proto.datasets]
+        out.append((json.loads(chart.proto.spec), frames))
+    return out
+
+
+def frame_with(frames: list[pd.DataFrame], *columns: str) -> pd.DataFrame:
+    found = [f for f in frames if set(columns) <= set(f.columns)]
+    assert found, f"no dataset with {columns}"
+    return found[0]
+
+
+def test_runs_without_exception_and_reads_the_seed(page):
+    assert not page.exception
+    assert not page.error
+    assert page.number_input[0].value == SEED
+    assert page.query_params["seed"] in (str(SEED), [str(SEED)])
+
+
+def test_five_charts_drawn(page):
+    assert len(page.get("vega_lite_chart")) == 5
+
+
+def test_sharpening_charts_show_the_sweep(page, expected):
+    study, _ = expected
+    cols = ["multiplier", "accuracy", "max_weight", "effective_tokens", "relevant_mass"]
+    for spec, frames in charts(page)[:2]:          # inverted U, relevant mass
+        drawn = frame_with(frames, *cols)[cols].reset_index(drop=True)
+        pd.testing.assert_frame_equal(drawn, study.sweep[cols], check_dtype=False)
+
+
+def test_sample_and_importance_charts_show_the_study(page, expected):
+    study, _ = expected
+    got = charts(page)
+    sample = pd.concat([f for f in got[2][1] if "weight" in f.columns], ignore_index=True)
+    cols = ["multiplier", "position", "relevant", "weight"]
+    pd.testing.assert_frame_equal(sample[cols], study.sample[cols], check_dtype=False)
+    cols = ["sample", "position", "relevant", "weight", "effect"]
+    drawn = frame_with(got[4][1], *cols)[cols]
+    pd.testing.assert_frame_equal(drawn, study.importance[cols], check_dtype=False)
+
+
+def test_scaling_chart_shows_the_sweep(page, expected):
+    _, scaling = expected
+    cols = ["d_k", "scaled", "seed", "accuracy", "max_weight", "effective_tokens"]
+    drawn = frame_with(charts(page)[3][1], *cols)[cols]
+    pd.testing.assert_frame_equal(drawn.reset_index(drop=True), scaling[cols],
+                                  check_dtype=False)
+    assert set(drawn["seed"]) == {SEED, SEED + 1, SEED + 2}
+
+
+def test_conclusions_quote_the_measured_numbers(page, expected):
+    study, scaling = expected
+    rows = study.sweep.set_index("multiplier")
+    infos = [i.value for i in page.info]
+    assert len(infos) == 5
+    best = rows["accuracy"].idxmax()
+    assert f"{rows.loc[best, 'accuracy']:.3f}" in infos[0]
+    assert f"{rows.loc['argmax', 'accuracy']:.3f}" in infos[0]
+    assert f"{rows.loc['argmax', 'relevant_mass']:.1%}" in infos[1]
+    big = scaling[scaling["d_k"] == 256].groupby("scaled")["accuracy"].mean()
+    assert f"{big[False]:.3f}" in infos[3] and f"{big[True]:.3f}" in infos[3]
+    assert f"{study.spearman_pooled:.2f}" in infos[4]
+
+
+def test_tables_and_downloads(page, expected):
+    study, scaling = expected
+    tables = [d.value for d in page.dataframe]
+    pd.testing.assert_frame_equal(tables[0].reset_index(drop=True), study.sweep,
+                                  check_dtype=False)
+    pd.testing.assert_frame_equal(tables[1].reset_index(drop=True), scaling, check_dtype=False)
+    assert len(page.get("download_button")) >= 3 + 2 * 5     # 3 CSV, PNG + SVG per chart
+
+
+def test_chinese_page_uses_the_cached_run(short_runs, expected):
+    study, _ = expected
+    at = run_page(PAGE, seed=str(SEED), lang="zh")
+    assert not at.exception
+    assert "准确率" in at.info[0].value
+    assert f"{study.sweep.set_index('multiplier').loc['argmax', 'accuracy']:.3f}" in at.info[0].value
+
+
+def test_bad_seed_in_url_falls_back_to_default(short_runs):
+    at = run_page(PAGE, seed="not-a-number")
+    assert not at.exception
+    assert at.number_input[0].value == 0
