@@ -1,0 +1,61 @@
+"""The Heatmap page in Chromium: deep links on a fresh server draw the heatmap with the
+tokens from the URL as axis labels; long inputs draw a pooled overview on a canvas."""
+from urllib.parse import urlencode
+
+import pytest
+
+from attention.analysis import analyze
+from attention.spec import AttentionSpec
+from tests.conftest import wait_for_app
+
+pytestmark = pytest.mark.browser
+
+SPEC = AttentionSpec(tokens=("zebra", "quokka", "zebra", "narwhal", "okapi"), heads=2, seed=3)
+CHARTS = '[data-testid="stMain"] [data-testid="stVegaLiteChart"]'
+
+# True once the canvas has at least one painted pixel (Vega draws the whole scene in one pass).
+PAINTED = """(canvas) => {
+  const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+  for (let i = 3; i < d.length; i += 4) if (d[i]) return true;
+  return false;
+}"""
+
+
+def test_deep_link_on_a_fresh_server_draws_the_heatmap_with_url_tokens(fresh_server, page):
+    page.goto(f"{fresh_server.url}/Heatmap?{urlencode({**SPEC.to_query(), 'hm_head': '1'})}")
+    wait_for_app(page)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    chart = page.locator(CHARTS).first
+    cells = chart.locator('svg path[aria-roledescription="rect mark"]')
+    cells.first.wait_for(timeout=30_000)
+    assert cells.count() == 3 * 25                                        # 3 panels x 5 x 5
+    labels = chart.locator("svg .role-axis-label text").all_text_contents()
+    # Each panel's key axis, and the first panel's query axis, read the URL's tokens in order:
+    # both "zebra"s keep their own column and row.
+    assert labels.count("zebra") == 2 * 4 and labels.count("okapi") == 4
+    assert labels[:5] == list(SPEC.tokens)
+    assert page.get_by_role("combobox", name="Head").input_value() == "Head 1"
+    # The numbers printed in the scaled panel are head 1's weights (the URL's hm_head=1).
+    weights = analyze(SPEC).scaled.weights[1]
+    printed = chart.locator('svg text[aria-roledescription="text mark"]')
+    for label in printed.evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")[:25]:
+        parts = dict(part.split(": ") for part in label.split("; "))
+        expected = float(weights[int(parts["query_pos"]), int(parts["key_pos"])])
+        assert float(parts["label"]) == pytest.approx(expected, abs=0.005)
+
+
+def test_long_input_draws_a_pooled_overview_on_a_canvas(server, page):
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(300)), heads=1)
+    page.goto(f"{server.url}/Heatmap?{urlencode(spec.to_query())}")
+    wait_for_app(page)
+    notice = page.locator('[data-testid="stAlertContentInfo"]').first
+    assert "300 tokens" in notice.inner_text() and "60 × 60" in notice.inner_text()
+    overview, zoom = page.locator(CHARTS).nth(0), page.locator(CHARTS).nth(1)
+    canvas = overview.locator("canvas").first
+    canvas.wait_for(timeout=30_000)
+    page.wait_for_function(f"() => ({PAINTED})(document.querySelectorAll('{CHARTS}')[0]"
+                           ".querySelector('canvas'))", timeout=30_000)
+    # The zoom window below is drawn cell by cell with the tokens of positions 0-15.
+    zoom.locator("svg .mark-rect path, canvas").first.wait_for(timeout=30_000)
+    labels = zoom.locator("svg .role-axis-label text").all_text_contents()
+    assert labels[:16] == [f"w{i}" for i in range(16)]
