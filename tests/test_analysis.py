@@ -1,0 +1,172 @@
+"""analyze(), the d_k sweeps and the toy model's inputs, against independent references."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attention import metrics
+from attention.analysis import DK_SWEEP, analyze, dk_sweep, random_dk_sweep
+from attention.core import attention, causal_mask
+from attention.embed import embed, token_vectors
+from attention.heads import project
+from attention.spec import AttentionSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+TOL = dict(atol=1e-5, rtol=1e-5)
+SWEEP_COLUMNS = ["d_k", "scaled", "score_std", *metrics.ROW_METRICS]
+
+
+@pytest.fixture(scope="module")
+def default():
+    return analyze(AttentionSpec())
+
+
+def test_inputs_are_the_embedding_projected(default):
+    spec = default.spec
+    x = embed(spec.tokens, spec.d_model, spec.seed, spec.positional)
+    q, k, v = project(x, spec.d_k, spec.heads, spec.seed)
+    assert torch.equal(default.q, q) and torch.equal(default.k, k) and torch.equal(default.v, v)
+    assert default.q.shape == (spec.heads, spec.n, spec.d_k)
+    assert default.tokens == spec.tokens and default.heads == 4 and default.n == 11
+
+
+def test_scaled_and_unscaled_are_core_attention_and_sdpa(default):
+    a = default
+    for result, scale in ((a.scaled, None), (a.unscaled, 1.0)):
+        ours = attention(a.q, a.k, a.v, scale=scale)
+        assert torch.equal(result.weights, ours.weights) and torch.equal(result.output, ours.output)
+        ref = F.scaled_dot_product_attention(a.q, a.k, a.v, scale=scale)
+        assert torch.allclose(result.output, ref, **TOL)
+    assert a.scaled.scale == 1 / math.sqrt(16) and a.unscaled.scale == 1.0
+    raw = a.q @ a.k.transpose(-2, -1)
+    assert torch.allclose(a.raw_scores(), raw) and torch.allclose(a.raw_scores(2), raw[2])
+    assert torch.allclose(a.scaled.scores, raw / 4, **TOL)
+    assert torch.allclose(a.unscaled.scores, raw, **TOL)
+    assert a.mask is None
+
+
+def test_metrics_per_head_and_row(default):
+    for values, result in ((default.scaled_metrics, default.scaled),
+                           (default.unscaled_metrics, default.unscaled)):
+        assert list(values) == list(metrics.ROW_METRICS)
+        expected = metrics.row_metrics(result.weights)
+        for name, t in values.items():
+            assert t.shape == (4, 11) and torch.isfinite(t).all()
+            assert torch.equal(t, expected[name])
+    assert (default.unscaled_metrics["entropy"].mean() < default.scaled_metrics["entropy"].mean())
+
+
+def test_causal_and_temperature():
+    spec = AttentionSpec(causal=True, temperature=2.0)
+    a = analyze(spec)
+    assert torch.equal(a.mask, causal_mask(spec.n))
+    upper = ~causal_mask(spec.n)
+    assert torch.equal(a.scaled.weights[:, upper], torch.zeros(4, int(upper.sum())))
+    assert torch.isneginf(a.scaled.scores[:, upper]).all()
+    assert torch.equal(a.scaled.weights[:, 0, 0], torch.ones(4))  # the first token sees itself only
+    ref = F.scaled_dot_product_attention(a.q, a.k, a.v, is_causal=True, scale=0.25 / 2.0)
+    assert torch.allclose(a.scaled.output, ref, **TOL)
+    ref = F.scaled_dot_product_attention(a.q, a.k, a.v, is_causal=True, scale=1.0 / 2.0)
+    assert torch.allclose(a.unscaled.output, ref, **TOL)
+    assert all(torch.isfinite(t).all() for t in a.scaled_metrics.values())
+
+
+@pytest.fixture(scope="module")
+def init_sweep():
+    return random_dk_sweep()
+
+
+def test_random_sweep_score_spread_is_sqrt_dk(init_sweep):
+    assert sorted(set(init_sweep["d_k"])) == sorted(DK_SWEEP)
+    for row in init_sweep.itertuples():
+        expected = 1.0 if row.scaled else math.sqrt(row.d_k)
+        assert row.score_std == pytest.approx(expected, rel=0.10), row
+
+
+def test_random_sweep_scaled_stays_flat_and_unscaled_collapses(init_sweep):
+    """SCIENCE.md, 16 keys at initialisation: scaled entropy 2.36-2.44 at every d_k;
+    unscaled 0.91 at d_k 16, 0.20 at 256, 0.09 at 1024 (ln 16 = 2.77 is uniform)."""
+    by = init_sweep.set_index(["d_k", "scaled"])
+    scaled = by.xs(True, level="scaled")
+    unscaled = by.xs(False, level="scaled")
+    assert scaled["entropy"].between(2.33, 2.47).all()
+    assert scaled["jacobian_norm"].between(0.27, 0.32).all()
+    assert unscaled.loc[16, "entropy"] == pytest.approx(0.91, abs=0.08)
+    assert unscaled.loc[256, "entropy"] == pytest.approx(0.20, abs=0.04)
+    assert unscaled.loc[1024, "entropy"] == pytest.approx(0.09, abs=0.03)
+    assert unscaled.loc[1024, "max_weight"] == pytest.approx(0.96, abs=0.02)
+    assert unscaled.loc[1024, "jacobian_norm"] == pytest.approx(0.049, abs=0.01)
+    assert unscaled["entropy"].is_monotonic_decreasing
+    assert scaled.loc[1].equals(unscaled.loc[1])  # 1/sqrt(1) = 1
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_dk_sweep_of_a_spec(causal):
+    frame = dk_sweep(AttentionSpec(causal=causal))
+    assert list(frame.columns) == SWEEP_COLUMNS
+    assert len(frame) == 2 * len(DK_SWEEP)
+    assert frame.drop(columns="scaled").notna().all().all()
+    assert set(frame["scaled"]) == {True, False}
+    unscaled = frame[~frame["scaled"]].set_index("d_k")
+    assert unscaled.loc[1024, "score_std"] > 10 * unscaled.loc[1, "score_std"]
+
+
+REPEATED = ("the", "cat", "sat", "on", "the", "mat")
+
+
+def test_without_positions_equal_tokens_attend_identically():
+    a = analyze(AttentionSpec(tokens=REPEATED, positional=False))
+    for result in (a.scaled, a.unscaled):
+        assert torch.equal(result.weights[:, 0], result.weights[:, 4])        # the same row
+        assert torch.equal(result.weights[:, :, 0], result.weights[:, :, 4])  # the same column
+    b = analyze(AttentionSpec(tokens=REPEATED, positional=True))
+    assert not torch.allclose(b.scaled.weights[:, 0], b.scaled.weights[:, 4], atol=1e-3)
+
+
+def test_embedding_is_deterministic_per_token_and_seed():
+    assert torch.equal(embed(REPEATED, 32, 5, True), embed(REPEATED, 32, 5, True))
+    alone = token_vectors(["cat"], 32, 5)
+    assert torch.equal(token_vectors(["dog", "cat"], 32, 5)[1], alone[0])
+    assert not torch.equal(token_vectors(["cat"], 32, 6), alone)
+    assert not torch.equal(token_vectors(["cat "], 32, 5), alone)
+
+
+_EMBED_SCRIPT = """
+import json, torch
+from attention.embed import embed, token_vectors
+print(json.dumps([token_vectors(["the", "cat", "猫", "👋"], 8, 7).tolist(),
+                  embed(["a", "b", "a"], 6, 3, True).tolist()]))
+"""
+
+
+def test_embedding_does_not_depend_on_python_hash_seed():
+    seed = "1" if os.environ.get("PYTHONHASHSEED") == "12345" else "12345"  # not ours
+    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", _EMBED_SCRIPT], env=env, cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    there = json.loads(out.stdout)
+    here = [token_vectors(["the", "cat", "猫", "👋"], 8, 7).tolist(),
+            embed(["a", "b", "a"], 6, 3, True).tolist()]
+    assert there == here
+
+
+def test_components_have_unit_variance():
+    tokens = [f"t{i}" for i in range(500)]
+    x = token_vectors(tokens, 64, 0)
+    assert x.mean().item() == pytest.approx(0.0, abs=0.02)
+    assert x.var().item() == pytest.approx(1.0, abs=0.05)
+    # positions (sin/cos, mean square 1/2) are added and the sum rescaled: still unit power
+    assert embed(tokens, 64, 0, True).square().mean().item() == pytest.approx(1.0, abs=0.05)
+    for positional in (False, True):
+        a = analyze(AttentionSpec(tokens=tuple(tokens[:256]), d_model=64, d_k=16, heads=4,
+                                  positional=positional))
+        for t in (a.q, a.k, a.v):
+            assert t.var().item() == pytest.approx(1.0, abs=0.15)
