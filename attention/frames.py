@@ -19,14 +19,16 @@ def cells(a: Analysis, heads: list[int] | None = None, queries: range | None = N
     Masked (causal) cells are left out, so no non-finite number reaches a chart.
     """
     heads = list(range(a.heads)) if heads is None else list(heads)
-    queries = range(a.n) if queries is None else queries
-    keys = range(a.n) if keys is None else keys
+    # windows are clipped to the sequence, so a zoom past the end gives fewer cells, not an error
+    queries = range(a.n) if queries is None else range(max(queries.start, 0), min(queries.stop, a.n))
+    keys = range(a.n) if keys is None else range(max(keys.start, 0), min(keys.stop, a.n))
     qs, ks = slice(queries.start, queries.stop), slice(keys.start, keys.stop)
     h = torch.tensor(heads, dtype=torch.long)
-    raw = a.raw_scores(h)[:, qs, ks]                                  # (h, nq, nk)
-    scaled = a.scaled.scores[h][:, qs, ks]                            # (h, nq, nk)
-    w = a.scaled.weights[h][:, qs, ks]                                # (h, nq, nk)
-    uw = a.unscaled.weights[h][:, qs, ks]                             # (h, nq, nk)
+    # window first (a view), heads second (a copy of the window only, not of (h, n, n))
+    raw = a.q[:, qs][h] @ a.k[:, ks][h].transpose(-2, -1)             # (h, nq, nk)
+    scaled = a.scaled.scores[:, qs, ks][h]                            # (h, nq, nk)
+    w = a.scaled.weights[:, qs, ks][h]                                # (h, nq, nk)
+    uw = a.unscaled.weights[:, qs, ks][h]                             # (h, nq, nk)
     hh, qq, kk = torch.meshgrid(h, torch.arange(queries.start, queries.stop),
                                 torch.arange(keys.start, keys.stop), indexing="ij")
     frame = pd.DataFrame({
