@@ -3,37 +3,20 @@ and the numbers on screen are the model's own attention weights."""
 from __future__ import annotations
 
 import io
-import json
 
-import pyarrow as pa
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
 from attention import pretrained
 from attention.spec import AttentionSpec
-from tests.apptest import ROOT
+from tests.apptest import chart_frames, open_page
 
 TEXT = "the cat sat on the mat ."   # 9 word pieces: the grid is drawn unpooled
 
 
 def open_model_page(spec: AttentionSpec, **params: str) -> AppTest:
-    """A fresh session on /Model_heads?<spec>&<params> (entry script app.py, as in a browser)."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.switch_page("pages/3_Model_heads.py")
-    for key, value in {**spec.to_query(), **params}.items():
-        at.query_params[key] = value
-    return at.run()
-
-
-def charts(at: AppTest) -> list[tuple[dict, list]]:
-    """(spec, [datasets as DataFrames]) of every vega-lite chart on the page."""
-    out = []
-    for chart in at.get("vega_lite_chart"):
-        frames = [pa.ipc.open_stream(io.BytesIO(d.data.data)).read_all().to_pandas()
-                  for d in chart.proto.datasets]
-        out.append((json.loads(chart.proto.spec), frames))
-    return out
+    return open_page("pages/3_Model_heads.py", spec, **params)
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +46,9 @@ def test_no_exception_and_head_from_url(page):
 
 
 def test_grid_holds_all_72_heads_of_the_model(page, own_weights):
-    grids = [(s, f) for s, f in charts(page) if '"pick"' in json.dumps(s)]
+    grids = [f for f in chart_frames(page) if {"qb", "kb", "layer", "head"} <= set(f)]
     assert len(grids) == 1
-    frame = max(grids[0][1], key=len)
+    frame = grids[0]
     assert len(frame) == 6 * 12 * 9 * 9
     assert set(zip(frame["layer"], frame["head"])) == {(l, h) for l in range(6) for h in range(12)}
     cell = frame.set_index(["layer", "head", "qb", "kb"])["weight"]
@@ -75,7 +58,7 @@ def test_grid_holds_all_72_heads_of_the_model(page, own_weights):
 
 
 def test_comparison_shows_the_picked_head(page, own_weights):
-    cells = [f for _, fs in charts(page) for f in fs if {"weight", "unscaled_weight"} <= set(f)]
+    cells = [f for f in chart_frames(page) if {"weight", "unscaled_weight"} <= set(f)]
     assert cells, "the scaled/unscaled comparison is missing"
     frame = cells[0]
     assert len(frame) == 81 and set(frame["head"]) == {7}
@@ -95,7 +78,7 @@ def test_rollout_and_value_weighted_views(page):
     titles = [s.value for s in page.subheader]
     assert any("rollout" in s.lower() for s in titles)
     assert any("Kobayashi" in s for s in titles)
-    norms = [f for _, fs in charts(page) for f in fs if "f_norm" in f]
+    norms = [f for f in chart_frames(page) if "f_norm" in f]
     assert len(norms) == 1 and len(norms[0]) == 9 and (norms[0]["f_norm"] >= 0).all()
 
 
@@ -133,7 +116,7 @@ def test_uploaded_qk_show_the_same_matrices():
     at.run()
     assert not at.exception
     assert any("2 head(s), 5 tokens, d_k = 8" in s.value for s in at.success)
-    frames = [f for _, fs in charts(at) for f in fs
+    frames = [f for f in chart_frames(at)
               if {"weight", "unscaled_weight"} <= set(f) and set(f["head"]) == {1}]
     assert frames, "the uploaded head's comparison is missing"
     got = frames[-1].sort_values(["query_pos", "key_pos"])
@@ -177,5 +160,5 @@ def test_uploaded_attention_matrix_is_drawn_with_its_statistics():
     table = at.dataframe[-1].value
     assert len(table) == 1
     assert table["To previous"].iloc[0] == pytest.approx(1.0)
-    cells = [f for _, fs in charts(at) for f in fs if {"value", "query_pos"} <= set(f)]
+    cells = [f for f in chart_frames(at) if {"value", "query_pos"} <= set(f)]
     assert cells and cells[-1]["value"].sum() == pytest.approx(5.0)

@@ -128,3 +128,23 @@ def test_model_loaded_once(model):
     P.layer_qkv(SENTENCES[2], 1)
     assert P.load() is model
     assert P.load.cache_info().misses == 1
+
+
+def test_transformers_is_not_imported_until_the_model_is_used():
+    """App start and the non-model pages import the core and the UI helpers, never transformers."""
+    import subprocess
+    import sys
+
+    from tests.apptest import ROOT
+
+    code = ("import sys\n"
+            "import attention.analysis, attention.pretrained, attention.headstats, attention.upload\n"
+            "import attention.ui.layout, attention.ui.cache, attention.ui.model\n"
+            "import attention.ui.model_view, attention.ui.upload_view\n"
+            "import attention.charts.model\n"
+            "assert 'transformers' not in sys.modules, 'transformers imported at start'\n"
+            "from attention import pretrained\n"
+            "pretrained.layer_qkv('a b', 0)\n"
+            "assert 'transformers' in sys.modules\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
