@@ -1,46 +1,37 @@
 """Cached access to MiniLM for the pages: the model once per server, each text's report once.
 
-attention.pretrained (and with it transformers) is imported inside these functions only, so
-a page that never shows the model never imports transformers.
+Call ensure_model() first on a page: it shows a spinner while the model loads. Transformers
+itself is imported by pretrained.load() only, so pages that never show the model never pay
+for it.
 """
 from __future__ import annotations
 
 import streamlit as st
 
+from .. import pretrained
 from .text import t
 
 
 @st.cache_resource(show_spinner=False)
-def _model():
-    from .. import pretrained
-
+def _model() -> pretrained.Model:
     return pretrained.load()
 
 
-def ensure_model() -> None:
-    """Load the model on first use on this server, with a spinner; a no-op afterwards."""
-    from .. import pretrained
-
+def ensure_model() -> pretrained.Model:
+    """The model, loaded on first use on this server with a spinner; cached afterwards."""
     if pretrained.load.cache_info().currsize:
-        _model()
-        return
+        return _model()
     with st.spinner(t("common.loading_model"), show_time=True):
-        _model()
+        return _model()
 
 
 @st.cache_resource(max_entries=8, ttl="1h", show_spinner=False)
-def report(text: str):
-    """pretrained.ModelReport of `text`: all 72 heads, the per-head table, the rollout."""
-    from .. import pretrained
-
-    ensure_model()
+def report(text: str) -> pretrained.ModelReport:
+    """All 72 heads of `text`, the per-head table and the rollout."""
     return pretrained.report(text)
 
 
 @st.cache_resource(max_entries=32, ttl="1h", show_spinner=False)
 def value_weighted(text: str, layer: int, head: int):
     """(alpha (n, n), ||alpha f|| (n, n), ||f|| (n,)) of one head."""
-    from .. import pretrained
-
-    ensure_model()
     return pretrained.value_weighted(text, layer, head)

@@ -45,6 +45,7 @@ def draw_model_tab(spec) -> None:
         st.info(t("model.toy_note"), icon=":material/info:")
     if spec.causal or spec.temperature != 1.0:
         st.info(t("model.own_settings"), icon=":material/info:")
+    cached.ensure_model()
     try:
         with st.spinner(t("common.computing")):
             report = cached.report(text)
