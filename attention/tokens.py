@@ -15,7 +15,9 @@ MAX_INPUT_CHARS = 200_000  # raw text is refused before parsing beyond this
 FORMATS = ("auto", "whitespace", "comma", "newline", "json")
 
 # Control characters (NUL, bell, ...) are dropped; zero-width joiners and RTL marks are kept.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# So are lone surrogates (a JSON "\ud800" escape): no UTF-8 text can carry them, and the page
+# would fail to send them to the browser.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 
 class TokenError(UserError):
