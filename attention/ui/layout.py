@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from ..errors import UserError
 from ..examples import EXAMPLES
 from ..i18n import LANGUAGES
 from ..spec import LIMITS, SOURCES, AttentionSpec
@@ -62,10 +63,27 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
         st.warning(message(problem), icon=":material/link_off:")
     state.write_url(draft.spec)
     st.title(t(title_key))
-    if draft.error is not None and needs_spec:
-        st.error(message(draft.error), icon=":material/error:")
+    error = draft.error or (_model_limit(draft.spec) if needs_spec else None)
+    if error is not None and needs_spec:
+        st.error(message(error), icon=":material/error:")
         st.stop()
     return Page(spec=draft.spec, lang=st.session_state[LANG_KEY], share_slot=share_slot)
+
+
+def _model_limit(spec: AttentionSpec) -> UserError | None:
+    """MiniLM reads at most 512 word pieces: refuse a longer text here, with its message,
+    rather than inside a page's computation (the toy model has no such limit)."""
+    if spec.source != "pretrained":
+        return None
+    from ..pretrained import encode
+    from .model import ensure_model
+
+    ensure_model()
+    try:
+        encode(" ".join(spec.tokens))
+    except UserError as err:
+        return err
+    return None
 
 
 def _choose_example() -> None:
