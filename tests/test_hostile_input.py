@@ -1,0 +1,363 @@
+"""Bad and hostile input through every page (AppTest): no exception, a sentence where input is
+refused, only finite numbers in chart data, and user text kept as literal text.
+
+Each case is sent the way a shared link or a user sends it: as URL query parameters on a fresh
+session, or typed into the sidebar's token box. Cases refused by the parser before anything is
+computed run on the Input page and one chart page; cases that reach chart data run on every
+page that reads what they change (the Model heads page reads only the text; the
+Is-sharper-better page only its own seed, and runs a selection). `pytest -s` prints which
+cases are refused with which message.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention.i18n import catalog
+from attention.spec import AttentionSpec
+from attention.tokens import MAX_INPUT_CHARS, MAX_TOKEN_CHARS, MAX_TOKENS
+from tests.apptest import PAGE_FILES, ROOT, chart_frames, open_page
+
+INPUT, HEATMAP, SCORES, MODEL, SHARPER = PAGE_FILES
+PARSER_PAGES = (INPUT, HEATMAP)   # refused before any computation: the sidebar is the same
+TOKEN_PAGES = (INPUT, HEATMAP, SCORES)  # pages that show the input tokens themselves
+SPEC_PAGES = (INPUT, HEATMAP, SCORES)   # settings only the toy model reads (d_k, heads, seed)
+TEXT_PAGES = (INPUT, HEATMAP, SCORES, MODEL)  # the Model heads page reads the text too
+SENTENCE_END = (".", "。", "!", "！", "?", "？")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    params: dict = field(default_factory=dict)  # URL query parameters of a fresh session
+    text: str | None = None                     # then typed into the sidebar's token box
+    fmt: str | None = None                      # sidebar token format chosen before typing
+    refused: str | None = None    # i18n key of the st.error that refuses typed input
+    warned: tuple = ()            # i18n keys of the URL warnings (link settings ignored)
+    tokens: tuple | None = None   # the tokens the page must show, literally
+    pages: tuple = TEXT_PAGES
+    page_errors: dict = field(default_factory=dict)  # page -> i18n key of its own refusal
+
+
+def _words(n: int) -> str:
+    return " ".join(f"w{i % 97}" for i in range(n))
+
+
+HTML = ["<img src=x onerror=window.__xss=1>", "<script>alert(1)</script>", "<b>bold</b>",
+        "&amp;", "</textarea>", "<!--"]
+MARKDOWN = ["**x**", "_y_", "#", "[a](javascript:alert(1))", "`code`", ">", "---", "|a|b|"]
+LATEX = ["$x$", "$$\\frac{1}{0}$$", "\\(x\\)", "\\begin{align}", "$\\infty$"]
+EXPR = ["it's", "a\\b", '"q"', "datum.value", "${x}", "' + alert(1) + '", "</script>"]
+TOO_LONG_PIECES = {MODEL: "model.too_long"}  # MiniLM reads at most 512 word pieces
+
+
+def parser(name: str, text: str, key: str, fmt: str | None = None, **params) -> Case:
+    """Typed input the parser refuses with the message `key`, before anything is computed."""
+    return Case(name, params=params, text=text, fmt=fmt, refused=key, pages=PARSER_PAGES)
+
+
+def url(name: str, *keys: str, pages: tuple = SPEC_PAGES, **params) -> Case:
+    """A link whose parameters are ignored with one warning per key (defaults are shown)."""
+    return Case(name, params=params, warned=keys, pages=pages)
+
+
+def setting(name: str, **params) -> Case:
+    """A legal but extreme setting, computed and drawn."""
+    return Case(name, params=params, pages=SPEC_PAGES)
+
+
+CASES = [
+    # ---- refused by the parser (typed into the sidebar) -------------------------------------
+    parser("empty", "", "errors.tokens_empty"),
+    parser("whitespace_only", "  \n\t \u3000 \r\n ", "errors.tokens_empty"),
+    parser("control_only", "\x00\x01\x07\x1b\x7f", "errors.tokens_empty"),
+    parser("one_past_limit", _words(MAX_TOKENS + 1), "errors.tokens_too_many"),
+    parser("token_100k_chars", "x" * 100_000, "errors.token_too_long"),
+    parser("token_one_past_chars", "ok " + "y" * (MAX_TOKEN_CHARS + 1), "errors.token_too_long"),
+    parser("input_over_chars", "a " * (MAX_INPUT_CHARS // 2 + 1), "errors.tokens_too_many_chars"),
+    parser("json_object", '{"tokens": ["a"]}', "errors.tokens_json_shape", fmt="json"),
+    parser("json_numbers", "[1, 2, 3]", "errors.tokens_json_shape"),
+    parser("json_nested_list", '["a", ["b"]]', "errors.tokens_json_shape"),
+    parser("json_null", "[null, true]", "errors.tokens_json_shape"),
+    parser("json_deeply_nested", "[" * 50_000 + "]" * 50_000, "errors.tokens_json_parse"),
+    parser("json_broken_quote", '["a", "b]', "errors.tokens_json_parse"),
+    parser("json_unclosed", '["a", "b"', "errors.tokens_json_parse"),
+    parser("json_single_quotes", "['a', 'b']", "errors.tokens_json_parse"),
+    parser("json_empty_list", "[]", "errors.tokens_empty"),
+    parser("json_only_empty_strings", '["", "\\u0000"]', "errors.tokens_empty"),
+    parser("heads_times_cells_over_cap", _words(MAX_TOKENS), "errors.spec_cells", heads="16"),
+    # ---- hostile text that is computed and drawn ---------------------------------------------
+    Case("one_token", params={"tokens": "hello"}, tokens=("hello",)),
+    Case("at_token_limit", params={"tokens": _words(MAX_TOKENS)}, page_errors=TOO_LONG_PIECES),
+    Case("emoji_zwj_typed", text="😀 👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 🇺🇳",
+         tokens=("😀", "👍🏽", "👨‍👩‍👧‍👦", "🏳️‍🌈", "🇺🇳")),
+    Case("right_to_left", params={"tokens": "שלום עולם مرحبا \u202eevil\u202c abc"},
+         tokens=("שלום", "עולם", "مرحبا", "\u202eevil\u202c", "abc")),
+    Case("zero_width", params={"tokens": "a\u200bb \u200d \ufeffc \u2060"},
+         tokens=("a\u200bb", "\u200d", "\ufeffc", "\u2060")),
+    Case("control_chars_typed", text="a\x00b c\x07d \x1b[31mred\x1b[0m",
+         tokens=("ab", "cd", "[31mred[0m")),
+    Case("html_script", params={"tokens": json.dumps(HTML)}, tokens=tuple(HTML)),
+    Case("markdown", params={"tokens": json.dumps(MARKDOWN)}, tokens=tuple(MARKDOWN)),
+    Case("latex_typed", text=" ".join(LATEX), tokens=tuple(LATEX)),
+    Case("vega_expression_quotes", params={"tokens": json.dumps(EXPR)}, tokens=tuple(EXPR)),
+    Case("numbers_as_text", params={"tokens": "NaN inf -inf 1e309 -0 null None"},
+         tokens=("NaN", "inf", "-inf", "1e309", "-0", "null", "None")),
+    Case("line_separators_json", params={"tokens": json.dumps(["a\u2028b", "c\u2029d", "e"])},
+         tokens=("a\u2028b", "c\u2029d", "e")),
+    Case("lone_surrogates_json", params={"tokens": '["a", "\\ud800", "b\\udfff"]'},
+         tokens=("a", "b")),
+    Case("whitespace_tokens_json", params={"tokens": '["  ", "\\t", "x"]'},
+         tokens=("  ", "\t", "x")),
+    Case("longest_tokens", params={"tokens": " ".join(c * MAX_TOKEN_CHARS for c in "abc")}),
+    Case("row_view_html", params={"tokens": "<i>a</i> b c", "hm_view": "row", "hm_row": "2"},
+         tokens=("<i>a</i>", "b", "c")),
+    Case("long_input_zoom_clamped", params={"tokens": _words(300), "hm_win": "64",
+                                            "hm_q": "99999", "hm_k": "-5", "hm_pool": "evil"},
+         page_errors=TOO_LONG_PIECES),
+    Case("pretrained_hostile_text", params={"source": "pretrained", "tokens": json.dumps(HTML)}),
+    Case("pretrained_too_long", params={"source": "pretrained", "tokens": _words(600)},
+         refused="model.too_long"),
+    Case("temperature_min_causal_dk_max", params={"temperature": "0.01", "causal": "1",
+                                                  "d_k": "1024"}),
+    # ---- extreme settings ---------------------------------------------------------------------
+    Case("identical_no_positions", params={"tokens": "x x x x", "positional": "0",
+                                           "d_model": "1", "d_k": "1", "heads": "1"},
+         tokens=("x",) * 4, pages=SPEC_PAGES),
+    setting("dk_1", d_k="1"),
+    setting("dk_dmodel_heads_max", d_k="1024", d_model="1024", heads="16"),
+    setting("dmodel_1", d_model="1"),
+    setting("heads_not_dividing_dmodel", heads="3", d_model="10", d_k="7"),
+    setting("temperature_max", temperature="100"),
+    setting("seed_max", seed=str(2**31 - 1)),
+    setting("all_heads_grid_pooled", tokens=_words(100), heads="16", hm_view="grid",
+            hm_grid="difference"),
+    url("heads_0", "errors.spec_range", heads="0"),
+    url("heads_17", "errors.spec_range", heads="17"),
+    url("temperature_tiny", "errors.spec_range", temperature="1e-300"),
+    url("temperature_0", "errors.spec_range", temperature="0"),
+    url("temperature_huge", "errors.spec_range", temperature="1e308"),
+    url("temperature_nan_dk_inf", "errors.not_a_value", "errors.not_a_value",
+        temperature="nan", d_k="inf"),
+    url("seed_negative", "errors.spec_range", seed="-1"),
+    url("seed_enormous", "errors.spec_range", seed=str(10**30)),
+    url("seed_5000_digits", "errors.not_a_value", seed="9" * 5000),
+    # ---- malformed, oversized and repeated URL parameters ---------------------------------
+    url("malformed_types", *["errors.not_a_value"] * 4, d_k="banana", heads="1.5",
+        causal="maybe", positional="2"),
+    url("source_script", "errors.spec_source", pages=TEXT_PAGES,
+        source="<script>alert(1)</script>"),
+    url("layer_out_of_range", "errors.spec_range", pages=TEXT_PAGES, source="pretrained",
+        layer="99"),
+    url("url_tokens_empty", "errors.tokens_empty", tokens=""),
+    url("url_tokens_json_shape", "errors.tokens_json_shape", tokens='[{"a": 1}]'),
+    url("url_tokens_oversized", "errors.tokens_too_many_chars",
+        tokens="a " * (MAX_INPUT_CHARS // 2 + 1)),
+    url("url_tokens_one_past_limit", "errors.tokens_too_many", tokens=_words(MAX_TOKENS + 1)),
+    url("url_cells_over_cap", "errors.url_spec", tokens=_words(MAX_TOKENS), heads="16"),
+    url("url_chinese_refusal", "errors.tokens_json_shape", pages=TEXT_PAGES, lang="zh",
+        tokens="[1]"),
+    Case("url_repeated", params={"heads": ["2", "3"], "tokens": ["a b", "c d e"]},
+         tokens=("c", "d", "e")),
+    Case("url_unknown_and_view_params", params={
+        "foo": "<b>x</b>", "lang": "xx", "__proto__": "1", "hm_view": "<script>", "hm_head": "99",
+        "hm_shared": "maybe", "head": "999", "mlayer": "9", "mhead": "abc", "mstat": "evil"}),
+]
+
+# The Is-sharper-better page trains its own heads and ignores the sidebar's spec: it runs the
+# cases that reach its own URL parameter (seed) or could break the shared sidebar / share link,
+# all in one test so its training (about 40 s, cached per seed) happens once per run.
+SHARPER_CASES = ("empty", "html_script", "lone_surrogates_json", "at_token_limit", "seed_max",
+                 "seed_negative", "seed_enormous", "seed_5000_digits", "url_repeated",
+                 "url_chinese_refusal")
+RESULTS: list[tuple[str, str, str]] = []
+
+
+def _runs():
+    for case in CASES:
+        for page in case.pages:
+            yield pytest.param(case, page, id=f"{case.name}-{page.rsplit('/', 1)[-1][:-3]}")
+
+
+@pytest.fixture(autouse=True)
+def _clear_streamlit_caches():
+    """Keep Streamlit's caches in this module: every case has its own spec (its own cache key)
+    and the Is-sharper-better page's training is cached per seed. Cleared when the module ends."""
+    yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_setup():
+    """Scan the installed packages for Streamlit components once, not once per AppTest (about
+    1 s each), and print the table of outcomes when the module ends (`pytest -s`)."""
+    import streamlit as st
+    from streamlit.components.v2 import manifest_scanner
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(manifest_scanner, "scan_component_manifests",
+                   functools.cache(manifest_scanner.scan_component_manifests))
+        yield
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    print(f"\n\n{len(CASES)} cases; case | page | outcome")
+    for row in sorted(set(RESULTS)):
+        print(" | ".join(row))
+
+
+def _open(case: Case, page: str) -> AppTest:
+    """A fresh session on the case's URL, then the case's text typed into the sidebar."""
+    at = open_page(page, **case.params)
+    if case.text is not None:
+        assert not at.exception, [e.value for e in at.exception]
+        if case.fmt is not None:
+            at.sidebar.selectbox(key="in_fmt").set_value(case.fmt)
+        at.sidebar.text_area(key="in_text").input(case.text).run()
+    return at
+
+
+def _template(key: str, lang: str = "en") -> re.Pattern:
+    """A regex that matches the message of `key` with any values filled in."""
+    parts = re.split(r"\{[^{}]*\}", catalog(lang)[key])
+    return re.compile(".+?".join(re.escape(p) for p in parts), re.S)
+
+
+def _lang(case: Case) -> str:
+    return case.params.get("lang") if case.params.get("lang") in ("en", "zh") else "en"
+
+
+def _is_sentence(text: str) -> bool:
+    return len(text) >= 15 and text.rstrip().endswith(SENTENCE_END) and "Traceback" not in text
+
+
+def _assert_finite_frame(frame: pd.DataFrame, where: str) -> None:
+    numbers = frame.select_dtypes(include=[np.number]).to_numpy(dtype=float)
+    assert np.isfinite(numbers).all(), f"non-finite number in {where}: {frame.head()}"
+    for column in frame.select_dtypes(include=["object"]).columns:
+        floats = [v for v in frame[column] if isinstance(v, float)]
+        assert all(math.isfinite(v) for v in floats), f"non-finite {column} in {where}"
+
+
+def _refuse_constant(name: str):
+    raise AssertionError(f"a chart spec holds {name}")
+
+
+def _strings(node) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [s for v in node.values() for s in _strings(v)]
+    if isinstance(node, list):
+        return [s for v in node for s in _strings(v)]
+    return []
+
+
+def _chart_strings(at: AppTest) -> list[str]:
+    """Every string of every chart, from its spec (labels, expressions, titles) and its data;
+    asserts on the way that no spec holds NaN or Infinity and no dataset a non-finite number."""
+    strings = []
+    for chart in at.get("vega_lite_chart"):
+        strings += _strings(json.loads(chart.proto.spec, parse_constant=_refuse_constant))
+    for i, frame in enumerate(chart_frames(at)):
+        _assert_finite_frame(frame, f"chart dataset {i}")
+        for column in frame.columns:
+            strings += [v for v in frame[column] if isinstance(v, str)]
+    return strings
+
+
+def _shows(token: str, strings: list[str]) -> bool:
+    """The token as text, or as a string literal inside a Vega expression (label lookups)."""
+    forms = {token, json.dumps(token)[1:-1], json.dumps(token, ensure_ascii=False)[1:-1]}
+    return any(form in s for s in strings for form in forms)
+
+
+def _outcome(at: AppTest, case: Case, page: str) -> str:
+    messages = [e.value for e in at.error] + [w.value for w in at.warning]
+    if not messages:
+        return "shown"
+    keys = [k for k in (case.page_errors.get(page), case.refused, *case.warned) if k]
+    found = [k for k in dict.fromkeys(keys)
+             if any(_template(k, _lang(case)).search(m) for m in messages)]
+    kind = "refused" if at.error else "warned"
+    return f"{kind}: {', '.join(found or ['(other)'])} — “{messages[0][:100]}”"
+
+
+def check(case: Case, page: str) -> None:
+    """Open the page on the case and assert everything the hardening issue asks for."""
+    at = _open(case, page)
+    assert not at.exception, [e.value for e in at.exception]
+    lang = _lang(case)
+    errors, warnings = [e.value for e in at.error], [w.value for w in at.warning]
+    RESULTS.append((case.name, page, _outcome(at, case, page)))
+
+    # Every message the page shows is a sentence, never a traceback.
+    for text in errors + warnings:
+        assert _is_sentence(text), text
+    # Typed input that is refused: exactly one error, the expected one. The Is-sharper-better
+    # page does not use the sidebar's input, so it refuses nothing.
+    refusal = case.page_errors.get(page) or (case.refused if page != SHARPER else None)
+    if refusal is not None:
+        assert len(errors) == 1 and _template(refusal, lang).fullmatch(errors[0]), errors
+    else:
+        assert not errors, errors
+    # Link parameters that are ignored: one warning each, naming what was wrong.
+    outer = _template("errors.url_param", lang)
+    for key in case.warned:
+        if key == "errors.url_spec":
+            matching = [w for w in warnings if _template(key, lang).fullmatch(w)]
+        else:  # "The link's 'x' setting was ignored: <the parser's sentence>"
+            matching = [w for w in warnings if outer.fullmatch(w) and _template(key, lang).search(w)]
+        assert matching, (key, warnings)
+    assert len([w for w in warnings if outer.fullmatch(w)]) == \
+        len([k for k in case.warned if k != "errors.url_spec"]), warnings
+
+    # Only finite numbers: chart data and specs, metrics, tables.
+    strings = _chart_strings(at)
+    for metric in at.metric:
+        assert not re.search(r"nan|inf", metric.value, re.I), (metric.label, metric.value)
+    for i, table in enumerate(at.dataframe):
+        _assert_finite_frame(table.value, f"table {i}")
+
+    if case.tokens is None or refusal is not None:
+        return
+    # User text is shown literally: the token table and the charts carry the exact tokens...
+    if page == INPUT:
+        assert at.dataframe[0].value.iloc[:, 1].tolist() == list(case.tokens)
+    elif page in TOKEN_PAGES:
+        missing = [tok for tok in case.tokens if not _shows(tok, strings)]
+        assert not missing, missing
+    # ...and the address bar (the share link) holds them, so it reproduces the view.
+    assert AttentionSpec.parse_query(dict(at.query_params))[0].tokens == case.tokens
+
+
+@pytest.mark.parametrize("case, page", list(_runs()))
+def test_hostile_input(case: Case, page: str):
+    check(case, page)
+
+
+def test_hostile_input_on_the_sharper_page():
+    """One test, so the page's training runs once; every case is tried before failing."""
+    warm = AppTest.from_file(str(ROOT / INPUT), default_timeout=600)
+    warm.switch_page(SHARPER)
+    assert not warm.run().exception   # trains seed 0 (cached): later runs are quick
+    failures = []
+    for case in (c for c in CASES if c.name in SHARPER_CASES):
+        try:
+            check(case, SHARPER)
+        except AssertionError as err:
+            failures.append(f"{case.name}: {err}")
+    assert not failures, "\n".join(failures)
+
+
+def test_the_cases_cover_the_brief():
+    """At least 40 distinct cases; the sharper page's list names real cases."""
+    names = [c.name for c in CASES]
+    assert len(set(names)) == len(names) >= 40
+    assert set(SHARPER_CASES) <= set(names)
