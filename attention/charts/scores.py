@@ -197,8 +197,10 @@ def row_metric_bins(a: Analysis, heads: list[int], bins: int = METRIC_BINS) -> p
 
 def position_label_expr(tokens: tuple[str, ...] | list[str]) -> str:
     """Vega expression that labels an integer position axis with `token ·pos`; the axis is
-    keyed by position, so repeated tokens keep their own tick."""
-    table = json.dumps(list(tokens), ensure_ascii=False)
+    keyed by position, so repeated tokens keep their own tick. ASCII-escaped: Vega's
+    expression parser rejects a raw U+2028/U+2029 inside a string literal (the whole chart
+    then fails to draw), and a JSON token list can carry them."""
+    table = json.dumps(list(tokens), ensure_ascii=True)
     return (f"datum.value == floor(datum.value) && datum.value >= 0 && "
             f"datum.value < {len(tokens)} ? {table}[datum.value] + ' ·' + datum.value : ''")
 
