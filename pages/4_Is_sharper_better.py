@@ -28,7 +28,7 @@ accuracy = study.sweep.set_index("multiplier")["accuracy"].to_dict()
 def section(title_key: str, caption: str, chart, name: str, conclusion: str) -> None:
     st.subheader(t(title_key))
     st.caption(caption)
-    st.altair_chart(chart)
+    st.altair_chart(chart, width="content")
     st.info(conclusion, icon=":material/insights:")
     chart_buttons(chart, name)
 
@@ -60,12 +60,13 @@ for key, table, name in (("sharper.table_sharpen", study.sweep, "sharpening_swee
 st.caption(t("sharper.table_importance"))
 csv_button(study.importance, f"importance_seed{seed}")
 
+rel, mass, onehot, when = (t(f"sharper.tex_{k}") for k in ("relevant", "mass", "onehot", "as"))
 with st.expander(t("sharper.explain"), icon=":material/function:"):
     st.markdown(t("sharper.f_task"))
-    st.latex(r"r_j = \mathbb{1}[j\ \text{relevant}] + 0.3\,\varepsilon,\qquad "
-             r"e_j = \mathbb{1}[j\ \text{relevant}]\cdot 0.5\,y + \varepsilon,\qquad y = \pm 1")
+    st.latex(rf"r_j = \mathbb{{1}}[j\ \text{{{rel}}}] + 0.3\,\varepsilon,\qquad "
+             rf"e_j = \mathbb{{1}}[j\ \text{{{rel}}}]\cdot 0.5\,y + \varepsilon,\qquad y = \pm 1")
     st.markdown(t("sharper.f_ceiling"))
-    st.latex(r"\tfrac14 \textstyle\sum_{j\,\text{relevant}} e_j \sim \mathcal{N}(0.5\,y,\ 0.5^2)"
+    st.latex(rf"\tfrac14 \textstyle\sum_{{j\,\text{{{rel}}}}} e_j \sim \mathcal{{N}}(0.5\,y,\ 0.5^2)"
              r"\ \Rightarrow\ \Phi(1) = 0.841,\qquad e_j \sim \mathcal{N}(0.5\,y,\ 1)"
              r"\ \Rightarrow\ \Phi(0.5) = 0.691")
     st.markdown(t("sharper.f_model"))
@@ -74,16 +75,16 @@ with st.expander(t("sharper.explain"), icon=":material/function:"):
     st.markdown(t("sharper.f_sharpen"))
     st.latex(r"p^{(m)}_j = \frac{\exp(m\,s_j)}{\sum_l \exp(m\,s_l)},\quad "
              r"s_j = \frac{q\cdot k_j}{\sqrt{d_k}},\qquad p^{(\infty)} = "
-             r"\text{one-hot}(\arg\max_j s_j)")
+             rf"\text{{{onehot}}}(\arg\max_j s_j)")
     st.markdown(t("sharper.f_metrics"))
     st.latex(r"\max_j p_j,\qquad n_{\text{eff}} = e^{H(p)},\ H(p) = -\textstyle\sum_j p_j\ln p_j,"
-             r"\qquad \text{relevant mass} = \textstyle\sum_{j\,\text{relevant}} p_j")
+             rf"\qquad \text{{{mass}}} = \textstyle\sum_{{j\,\text{{{rel}}}}} p_j")
     st.markdown(t("sharper.f_importance"))
     st.latex(r"\Delta_j = \big|\hat y(x) - \hat y(x_{\setminus j})\big|,\qquad "
              r"\rho = \operatorname{corr}\big(\operatorname{rank}(p), \operatorname{rank}(\Delta)\big)")
     st.markdown(t("sharper.f_gradient"))
     st.latex(r"\frac{\partial p}{\partial s} = \operatorname{diag}(p) - p\,p^{\top}"
-             r"\ \longrightarrow\ 0\quad \text{as}\ p \to \text{one-hot}")
+             rf"\ \longrightarrow\ 0\quad \text{{{when}}}\ p \to \text{{{onehot}}}")
 
 st.subheader(t("sharper.references"))
 st.markdown(t("sharper.ref_list"))

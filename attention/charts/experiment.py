@@ -16,6 +16,9 @@ from ..i18n import translate
 SCALED_COLORS = {True: "#1f77b4", False: "#d62728"}
 RELEVANT_COLORS = {True: "#2ca02c", False: "#9e9e9e"}
 POINT_COLOR = "#1f77b4"
+# Single-view charts keep their own size: Streamlit's default "fit" squeezes the title,
+# legend and axes into the height and leaves the plot a sliver.
+NATURAL_SIZE = alt.AutoSizeParams(type="pad")
 GAP = 0.01     # accuracy differences below this are called a tie in the conclusions
 STRONG_AGREEMENT = 0.9   # top-token agreement from which attention is called a fair guide
 
@@ -102,7 +105,7 @@ def sharpening_chart(sweep: pd.DataFrame, lang: str, width: int = 360,
     return alt.hconcat(by_max, by_eff)
 
 
-def mass_chart(sweep: pd.DataFrame, lang: str, width: int = 420,
+def mass_chart(sweep: pd.DataFrame, lang: str, width: int = 520,
                height: int = 260) -> alt.LayerChart:
     """Share of attention on the 4 relevant tokens against accuracy, labelled by m."""
     data = _sweep_points(sweep, lang)
@@ -110,7 +113,7 @@ def mass_chart(sweep: pd.DataFrame, lang: str, width: int = 420,
         data, alt.X("relevant_mass:Q", title=_t(lang, "axis_relevant_mass"),
                     scale=alt.Scale(domain=[0, 1.12], nice=False),
                     axis=alt.Axis(format="%", values=[0, 0.2, 0.4, 0.6, 0.8, 1.0])),
-        lang, _t(lang, "title_mass"), width, height)
+        lang, _t(lang, "title_mass"), width, height).properties(autosize=NATURAL_SIZE)
 
 
 def scaling_summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -164,22 +167,28 @@ def scaling_chart(table: pd.DataFrame, lang: str, width: int = 300,
     )
 
 
+def _relevance(frame: pd.DataFrame, lang: str) -> tuple[pd.DataFrame, alt.Color]:
+    """The frame with a `kind` column (relevant token / other token) and its colour."""
+    data = frame.copy()
+    data["kind"] = [_t(lang, "token_relevant" if r else "token_noise") for r in data["relevant"]]
+    kinds = [_t(lang, "token_relevant"), _t(lang, "token_noise")]
+    return data, alt.Color("kind:N", title=None, legend=alt.Legend(orient="top"),
+                           scale=alt.Scale(domain=kinds, range=[RELEVANT_COLORS[True],
+                                                                RELEVANT_COLORS[False]]))
+
+
 def sample_chart(sample: pd.DataFrame, lang: str, width: int = 330,
                  height: int = 200) -> alt.HConcatChart:
     """One eval sample's attention over its 16 tokens at m = 1 and at argmax; relevant
     tokens in green. Bars are keyed by position."""
-    data = sample.copy()
-    data["kind"] = [_t(lang, "token_relevant" if r else "token_noise") for r in data["relevant"]]
-    kinds = [_t(lang, "token_relevant"), _t(lang, "token_noise")]
+    data, color = _relevance(sample, lang)
     panels = []
     for multiplier in (ex.multiplier_label(1.0), ex.ARGMAX):
         part = data[data["multiplier"] == multiplier]
         bars = alt.Chart(part).mark_bar().encode(
             x=alt.X("position:O", title=_t(lang, "axis_position"), axis=alt.Axis(labelAngle=0)),
             y=alt.Y("weight:Q", title=_t(lang, "axis_weight"), scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="top"),
-                            scale=alt.Scale(domain=kinds, range=[RELEVANT_COLORS[True],
-                                                                 RELEVANT_COLORS[False]])),
+            color=color,
             tooltip=[alt.Tooltip("position:O", title=_t(lang, "axis_position")),
                      alt.Tooltip("kind:N", title=" "),
                      alt.Tooltip("weight:Q", title=_t(lang, "axis_weight"), format=".3f")])
@@ -188,24 +197,20 @@ def sample_chart(sample: pd.DataFrame, lang: str, width: int = 330,
     return alt.hconcat(*panels)
 
 
-def importance_chart(importance: pd.DataFrame, lang: str, width: int = 560,
+def importance_chart(importance: pd.DataFrame, lang: str, width: int = 760,
                      height: int = 320) -> alt.Chart:
     """Each token's attention weight against its leave-one-out effect on the output."""
-    data = importance.copy()
-    data["kind"] = [_t(lang, "token_relevant" if r else "token_noise") for r in data["relevant"]]
-    kinds = [_t(lang, "token_relevant"), _t(lang, "token_noise")]
+    data, color = _relevance(importance, lang)
     return alt.Chart(data).mark_circle(size=28, opacity=0.6).encode(
         x=alt.X("weight:Q", title=_t(lang, "axis_weight")),
         y=alt.Y("effect:Q", title=_t(lang, "axis_effect")),
-        color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="top"),
-                        scale=alt.Scale(domain=kinds, range=[RELEVANT_COLORS[True],
-                                                             RELEVANT_COLORS[False]])),
+        color=color,
         tooltip=[alt.Tooltip("sample:Q", title=_t(lang, "tip_sample")),
                  alt.Tooltip("position:Q", title=_t(lang, "axis_position")),
                  alt.Tooltip("kind:N", title=" "),
                  alt.Tooltip("weight:Q", title=_t(lang, "axis_weight"), format=".3f"),
                  alt.Tooltip("effect:Q", title=_t(lang, "axis_effect"), format=".3f")],
-    ).properties(width=width, height=height)
+    ).properties(width=width, height=height, autosize=NATURAL_SIZE)
 
 
 # ---- conclusions, from the measured numbers ------------------------------------------------

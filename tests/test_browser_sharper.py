@@ -1,0 +1,34 @@
+"""The "Is sharper better?" page in Chromium: a deep link on a freshly started server trains
+the heads, then draws every chart (real SVG/canvas marks, not empty frames)."""
+import pytest
+
+from tests.conftest import wait_for_app
+
+pytestmark = pytest.mark.browser
+
+TRAINING_TIMEOUT = 240_000   # ms: a cold server trains 19 heads before the charts appear
+
+
+def test_deep_link_on_a_fresh_server_draws_the_experiment(fresh_server, page):
+    page.goto(f"{fresh_server.url}/Is_sharper_better?seed=0")
+    wait_for_app(page, timeout=TRAINING_TIMEOUT)
+    page.wait_for_function(
+        """() => document.querySelectorAll('[data-testid="stVegaLiteChart"]').length === 5""",
+        timeout=TRAINING_TIMEOUT)
+    assert page.locator("h1").first.inner_text().strip() == "Is sharper better?"
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.locator('[data-testid="stNumberInput"] input').first.input_value() == "0"
+    assert "seed=0" in page.url
+    # every chart has drawn marks: points/bars as SVG paths or a non-empty canvas
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].every(c => {
+               const marks = c.querySelectorAll('g.mark-symbol path, g.mark-rect path,'
+                                                + ' g.mark-line path, g.role-mark path');
+               const canvas = c.querySelector('canvas');
+               return marks.length > 0 || (canvas && canvas.width > 0 && canvas.height > 0);
+           })""", timeout=60_000)
+    # the conclusions are written from numbers, and the progress bars are gone
+    conclusions = page.locator('[data-testid="stAlertContentInfo"]').all_inner_texts()
+    assert len(conclusions) == 5
+    assert "Accuracy peaks at m = " in conclusions[0] or "no clear peak" in conclusions[0]
+    assert page.locator('[data-testid="stProgress"]').count() == 0
