@@ -17,7 +17,8 @@ def test_deep_link_on_a_fresh_server_draws_the_experiment(fresh_server, page):
         timeout=TRAINING_TIMEOUT)
     assert page.locator("h1").first.inner_text().strip() == "Is sharper better?"
     assert page.locator('[data-testid="stException"]').count() == 0
-    assert page.locator('[data-testid="stNumberInput"] input').first.input_value() == "0"
+    seed = page.locator('[data-testid="stMain"] [data-testid="stNumberInput"] input').first
+    assert seed.input_value() == "0"
     assert "seed=0" in page.url
     # every chart has drawn marks: points/bars as SVG paths or a non-empty canvas
     page.wait_for_function(
