@@ -200,3 +200,24 @@ def test_row_chart_scaled_vs_unscaled(cat):
     torch.testing.assert_close(torch.tensor(scaled), cat.scaled.weights[1, 2], check_dtype=False)
     assert spec["mark"]["type"] == "bar"
     assert eval_label_expr(spec["encoding"]["x"]["axis"]["labelExpr"], 4) == "the"
+
+
+def test_fast_spec_draws_exactly_what_the_validated_spec_draws(cat):
+    """The page skips altair's validation (fast_spec); both specs render the same SVG."""
+    import vl_convert as vlc
+
+    a = analyze(AttentionSpec(tokens=tuple(f"t{i}" for i in range(40)), heads=1, causal=True))
+    charts_ = [
+        charts.comparison_chart(frames.cells(cat, heads=[0]),
+                                charts.cell_axes(cat.tokens, range(6), range(6))),
+        pooled_chart(a, 8, box=(8, 24, 0, 16))[1],
+        charts.heads_grid_chart(frames.cells(cat), charts.cell_axes(cat.tokens, range(6), range(6))),
+    ]
+    for chart in charts_:
+        fast = charts.fast_spec(chart)
+        assert isinstance(fast["datasets"]["cells"], pd.DataFrame)
+        fast["datasets"]["cells"] = json.loads(fast["datasets"]["cells"].to_json(orient="records"))
+        # Same marks, positions and colours; aria-labels differ only in float digits
+        # (float32 through pandas' JSON vs altair's own serialiser), gradient ids in a counter.
+        strip = lambda svg: re.sub(r' aria-label="[^"]*"|gradient_\d+', "", svg)  # noqa: E731
+        assert strip(vlc.vegalite_to_svg(fast)) == strip(vlc.vegalite_to_svg(chart_spec(chart)))

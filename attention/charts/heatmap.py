@@ -187,13 +187,16 @@ def color_scale(frame: pd.DataFrame, value: str, shared: bool = True) -> alt.Sca
 
 
 def _numbers(base: alt.Chart, value: str, scale: alt.Scale, step: float) -> alt.Chart:
-    """The value printed in each cell, 2 decimals without the leading zero (".37", "-.05")."""
+    """The value printed in each cell, 2 decimals without the leading zero (".37", "-.05"),
+    white on dark cells. Channels are given as typed objects: altair validates dict-shaped
+    ones (alt.condition) against the schema, which costs ~0.1 s per panel."""
     lo, hi = scale.domain
     dark = f"datum.{value} > {hi * 0.55}" if value != "difference" else \
         f"abs(datum.{value}) > {hi * 0.6}"
     return base.mark_text(fontSize=min(10.0, step * 0.55)).transform_calculate(
-        label=f"replace(format(datum.{value}, '.2f'), '0.', '.')"
-    ).encode(text="label:N", color=alt.condition(dark, alt.value("white"), alt.value("#1f2430")))
+        label=f"replace(format(datum.{value}, '.2f'), '0.', '.')",
+    ).encode(text=alt.Text("label:N"),
+             color=alt.ColorValue(value="#1f2430", condition={"test": dark, "value": "white"}))
 
 
 def panel(axes: CellAxes | BlockAxes, frame: pd.DataFrame, value: str, lang: str, *,
@@ -217,11 +220,10 @@ def panel(axes: CellAxes | BlockAxes, frame: pd.DataFrame, value: str, lang: str
         layers.append(_numbers(base, value, scale, size / axes.side))
     if box is not None and isinstance(axes, BlockAxes):
         q0, q1, k0, k1 = box
-        layers.append(alt.Chart(pd.DataFrame({"q0": [q0], "q1": [q1], "k0": [k0], "k1": [k1]}))
+        layers.append(alt.Chart(alt.InlineData(values=[{"q0": q0, "q1": q1, "k0": k0, "k1": k1}]))
                       .mark_rect(fill=None, stroke=BOX_COLOR, strokeWidth=2)
                       .encode(x="k0:Q", x2="k1:Q", y="q0:Q", y2="q1:Q"))
-    return alt.layer(*layers).properties(width=size, height=size,
-                                         title=_t(lang, f"panel_{value}"))
+    return alt.layer(*layers, width=size, height=size, title=_t(lang, f"panel_{value}"))
 
 
 def _legend_key(value: str, shared: bool) -> str:
@@ -241,9 +243,8 @@ def comparison_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, lang: str 
         panel(axes, frame, "unscaled_weight", lang, show_y=False, shared=shared, box=box),
         panel(axes, frame, "difference", lang, show_y=False, box=box),
     ]
-    data, calc = _chart_data(frame, axes)
-    chart = alt.hconcat(*panels, data=data, spacing=12).resolve_scale(color="independent")
-    return _fast(chart.transform_calculate(**calc) if calc else chart, axes)
+    independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))
+    return alt.hconcat(*panels, spacing=12, resolve=independent, **_top_level(frame, axes))
 
 
 def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, value: str = "weight",
@@ -255,15 +256,25 @@ def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, value: str
         color=alt.Color(f"{value}:Q", scale=scale, legend=alt.Legend(title=_t(lang, f"legend_{value}"))),
         tooltip=[alt.Tooltip("head:O", title=_t(lang, "tip_head")), *_tooltip(axes, lang)],
     ).properties(width=GRID_PANEL, height=GRID_PANEL)
-    data, calc = _chart_data(frame, axes)
-    chart = rects.facet(data=data, facet=alt.Facet("head:O", title=None,
-                                                    header=alt.Header(labelExpr=_head_expr(lang))),
-                        columns=columns, spacing=10)
-    return _fast(chart.transform_calculate(**calc) if calc else chart, axes)
+    return rects.facet(facet=alt.Facet("head:O", title=None,
+                                       header=alt.Header(labelExpr=_head_expr(lang))),
+                       columns=columns, spacing=10, **_top_level(frame, axes))
 
 
-def _chart_data(frame: pd.DataFrame, axes: CellAxes | BlockAxes):
-    return block_data(frame, axes) if isinstance(axes, BlockAxes) else (frame, {})
+def _top_level(frame: pd.DataFrame, axes: CellAxes | BlockAxes) -> dict:
+    """Top-level chart properties, given at construction (each altair method call deep-copies
+    the whole chart, which cost ~0.5 s per pooled chart): the data, for pooled charts the
+    calculate transforms that rebuild the tooltip columns, and for pooled or big grids the
+    canvas renderer without per-mark ARIA, which draws thousands of rects faster than SVG."""
+    if isinstance(axes, CellAxes):
+        props = {"data": frame}
+    else:
+        data, calc = block_data(frame, axes)
+        props = {"data": data, "transform": [alt.CalculateTransform(calculate=expr, **{"as": name})
+                                             for name, expr in calc.items()]}
+    if isinstance(axes, BlockAxes) or axes.side > NUMBERS_MAX * 2:
+        props.update(usermeta=CANVAS, config=alt.Config(mark=alt.MarkConfig(aria=False)))
+    return props
 
 
 def _head_expr(lang: str) -> str:
@@ -271,11 +282,17 @@ def _head_expr(lang: str) -> str:
     return f"{word} + ' ' + datum.value"
 
 
-def _fast(chart, axes: CellAxes | BlockAxes):
-    """Pooled grids (and big cell grids) render on a canvas, without per-mark ARIA."""
-    if isinstance(axes, BlockAxes) or axes.side > NUMBERS_MAX * 2:
-        return chart.properties(usermeta=CANVAS).configure_mark(aria=False)
-    return chart
+def fast_spec(chart: alt.TopLevelMixin) -> dict:
+    """The chart's Vega-Lite dict without altair's JSON-schema validation, which takes about
+    half a second per heatmap on a small machine (most of a page rerun); the builders' output
+    is validated by the tests instead. The top-level DataFrame stays a DataFrame, as the
+    dataset "cells", for Streamlit to ship as Arrow (st.vega_lite_chart moves it out of the
+    spec), so no row limit or JSON conversion applies."""
+    bare = chart.copy(deep=False)
+    bare.data = alt.NamedData(name="cells")
+    spec = bare.to_dict(validate=False)
+    spec.setdefault("datasets", {})["cells"] = chart.data   # next to inline ones (zoom box)
+    return spec
 
 
 def row_frame(cells: pd.DataFrame, lang: str = "en") -> pd.DataFrame:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import altair as alt
 import streamlit as st
 
 from .. import frames
@@ -45,6 +46,11 @@ def _fingerprint(analysis: Analysis) -> tuple:
 def _pooled(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: str):
     """pooled_cells, cached: moving the zoom window does not pool the matrix again."""
     return pooled_cells(analysis, list(heads), max_blocks, how)
+
+
+def show(chart: alt.TopLevelMixin, width: str = "content") -> None:
+    """st.altair_chart without altair's schema validation (see charts.heatmap.fast_spec)."""
+    st.vega_lite_chart(spec=charts.fast_spec(chart), width=width)
 
 
 def view_picker(key_prefix: str = "hm") -> str:
@@ -111,7 +117,7 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     axes = charts.block_axes(analysis.tokens, blocks, how)
     box = (queries.start, queries.stop, keys.start, keys.stop)
     chart = charts.comparison_chart(overview, axes, lang(), box=box, shared=shared)
-    st.altair_chart(chart, width="content")
+    show(chart)
     chart_buttons(chart, f"{key_prefix}_overview_head{head}")
     st.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
                    k0=keys.start, k1=keys.stop - 1))
@@ -123,7 +129,7 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
     frame = frames.cells(analysis, heads=[head], queries=queries, keys=keys)
     axes = charts.cell_axes(analysis.tokens, queries, keys)
     chart = charts.comparison_chart(frame, axes, lang(), shared=shared)
-    st.altair_chart(chart, width="content")
+    show(chart)
     name = (f"{key_prefix}_attention_head{head}_q{queries.start}-{queries.stop - 1}"
             f"_k{keys.start}-{keys.stop - 1}")
     left, right = st.columns([1, 3], vertical_alignment="center")
@@ -190,7 +196,7 @@ def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
         axes = charts.block_axes(analysis.tokens, blocks, how)
     st.caption(t("heatmap.grid_caption", heads=heads))
     chart = charts.heads_grid_chart(frame, axes, value, lang(), columns=min(4, heads))
-    st.altair_chart(chart, width="content")
+    show(chart)
     chart_buttons(chart, f"{key_prefix}_all_heads_{value}")
 
 
@@ -210,7 +216,7 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     chart = charts.row_chart(charts.row_frame(cells, lang()), tokens, lang())
     if n > charts.BARS_MAX:
         st.caption(t("heatmap.row_lines", n=f"{n:,}"))
-    st.altair_chart(chart, width="stretch")
+    show(chart, width="stretch")
     left, right = st.columns([1, 3], vertical_alignment="center")
     with left:
         csv_button(cells, f"{key_prefix}_row{row}_head{head}", key=f"{key_prefix}_csv_row")
