@@ -41,6 +41,14 @@ table = pd.DataFrame({
 st.subheader(t("input.parsed"))
 st.dataframe(table, hide_index=True, width="stretch", height=min(400, 38 + 35 * len(tokens)))
 
+with st.expander(t("input.how_title"), icon=":material/school:"):
+    st.markdown(t("input.how_embed"))
+    st.latex(r"x_i = e(\text{token}_i) + PE(i), \qquad q_i = x_i W_Q,\; k_i = x_i W_K,\; v_i = x_i W_V")
+    st.markdown(t("input.how_scores"))
+    st.latex(r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left("
+             r"\frac{Q K^\top}{\sqrt{d_k}\,\tau}\right) V")
+    st.markdown(t("input.how_scale"))
+
 st.subheader(t("input.next"))
 for script, key, icon in PAGES[1:]:
     st.page_link(script, label=t(key), icon=icon, query_params=st.query_params.to_dict())
