@@ -28,8 +28,9 @@ def _split_json(text: str) -> list[str]:
     try:
         value = json.loads(text)
     except (ValueError, RecursionError) as err:
-        raise TokenError("errors.tokens_json_parse",
-                         detail=getattr(err, "msg", "nested too deeply")) from None
+        # Where it broke, not Python's English reason, so the message reads in any language.
+        raise TokenError("errors.tokens_json_parse", line=getattr(err, "lineno", 1),
+                         column=getattr(err, "colno", 1)) from None
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         raise TokenError("errors.tokens_json_shape")
     return value
