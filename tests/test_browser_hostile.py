@@ -1,0 +1,189 @@
+"""Hostile tokens in a real browser: an <img onerror> tag, a <script> tag, a javascript:
+Markdown link, Markdown emphasis, LaTeX and a U+2028 line separator stay literal text in the
+sidebar, axis labels, tooltips and page text on every page, and nothing executes (no
+window.__xss, no dialog, no <img src=x>, no javascript: link, no <strong>bold</strong>).
+
+Each page is opened by a deep link carrying the hostile spec on a freshly started server that
+has not yet served the root page (the root page is opened last), and must reproduce the view:
+its heading, the sidebar's tokens and numbers, the URL's spec. tests/test_browser_app.py covers
+plain deep links; these add the hostile tokens and what each page draws from them.
+"""
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import pytest
+from playwright.sync_api import expect
+
+from attention.charts.heatmap import LABEL_CHARS
+from attention.spec import AttentionSpec
+from attention.tokens import tokens_to_text
+from tests.conftest import Server, wait_for_app
+
+pytestmark = pytest.mark.browser
+
+IMG = "<img src=x onerror=window.__xss=1>"
+LINK = "[a](javascript:alert(1))"
+HOSTILE = (IMG, LINK, "**bold**", "<script>window.__xss=2</script>", "$x$", "u\u2028v",
+           "the", "the")
+SPEC = AttentionSpec(tokens=HOSTILE, heads=2, d_k=8, seed=0, temperature=0.9)
+# path -> heading; the root (Input) page last, so every other deep link hits a server that has
+# never run app.py (the trap in DESIGN.md).
+PAGES = {"Heatmap": "Heatmap", "Score_analysis": "Score analysis", "Model_heads": "Model heads",
+         "Is_sharper_better": "Is sharper better?", "": "Input"}
+TRAINING_TIMEOUT = 300_000   # ms: a cold server trains the Is-sharper-better heads first
+CHARTS = '[data-testid="stMain"] [data-testid="stVegaLiteChart"]'
+SIDEBAR_NUMBERS = '[data-testid="stSidebar"] input[type="number"]'
+
+# Elements that would exist only if user text had become markup.
+INJECTED = """() => {
+  const all = [...document.querySelectorAll('*')];
+  const exact = (sel, text) => [...document.querySelectorAll(sel)]
+      .filter(e => e.textContent.trim() === text).length;
+  return {
+    img: document.querySelectorAll('img[src="x"], img[onerror]').length,
+    jsLinks: [...document.querySelectorAll('a[href]')]
+        .filter(a => a.getAttribute('href').trim().toLowerCase().startsWith('javascript')).length,
+    scripts: [...document.querySelectorAll('script')]
+        .filter(s => s.textContent.includes('__xss')).length,
+    handlers: all.filter(e => [...e.attributes].some(a => a.name.startsWith('on')
+        && a.value.includes('__xss'))).length,
+    bold: exact('strong, b, em', 'bold'),
+    math: exact('annotation', 'x'),
+    xss: typeof window.__xss,
+  };
+}"""
+INERT = {"img": 0, "jsLinks": 0, "scripts": 0, "handlers": 0, "bold": 0, "math": 0,
+         "xss": "undefined"}
+
+
+def clip(token: str) -> str:
+    """The heatmap's axis label for a token (cut to LABEL_CHARS)."""
+    return token if len(token) <= LABEL_CHARS else token[: LABEL_CHARS - 1] + "…"
+
+
+@pytest.fixture(scope="module")
+def cold_server():
+    """One server for this module, started fresh: the deep links below are its first visits."""
+    srv = Server()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def guarded(chromium):
+    """A page in a new context that records (and dismisses) every dialog."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.dialogs = []
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    yield page
+    context.close()
+
+
+def assert_inert(page) -> None:
+    assert page.evaluate(INJECTED) == INERT
+    assert page.dialogs == []
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def assert_view(page, heading: str, spec: AttentionSpec) -> None:
+    """The page reproduces the spec: heading, sidebar tokens and numbers, the URL."""
+    assert page.locator("h1").first.inner_text().strip() == heading
+    box = page.locator('[data-testid="stSidebar"] textarea').first
+    expect(box).to_have_value(tokens_to_text(spec.tokens), timeout=30_000)
+    numbers = page.locator(SIDEBAR_NUMBERS).evaluate_all("els => els.map(e => e.value)")
+    assert numbers[:4] == [str(spec.d_model), str(spec.d_k), str(spec.heads), str(spec.seed)]
+    assert AttentionSpec.from_query(dict(parse_qsl(urlsplit(page.url).query))) == spec
+
+
+def tooltip_of(page, mark) -> tuple[str, str]:
+    """(text, html) of the Vega tooltip over a mark (hovered off-centre: cells print numbers)."""
+    mark.scroll_into_view_if_needed()
+    mark.hover(position={"x": 2, "y": 2}, force=True)
+    tip = page.locator("#vg-tooltip-element")
+    expect(tip).to_be_visible(timeout=10_000)
+    return tip.inner_text(), tip.inner_html()
+
+
+def check_heatmap(page) -> None:
+    chart = page.locator(CHARTS).first
+    cells = chart.locator('svg path[aria-roledescription="rect mark"]')
+    expect(cells).to_have_count(3 * SPEC.n * SPEC.n, timeout=30_000)
+    labels = chart.locator("svg .role-axis-label text").all_text_contents()
+    assert labels[:SPEC.n] == [clip(tok) for tok in HOSTILE]          # query axis, in order
+    for pos, token in ((1, LINK), (0, IMG)):                           # diagonal cells
+        cell = chart.locator(f'svg path[aria-label^="key_pos: {pos}; query_pos: {pos};"]').first
+        text, html = tooltip_of(page, cell)
+        assert text.count(token) == 2                                  # query and key token
+    assert "<img" not in html and "&lt;img" in html                   # escaped, not a tag
+
+
+def check_scores(page) -> None:
+    rows = page.locator(CHARTS).nth(1)                                 # row metrics per query
+    rows.scroll_into_view_if_needed()
+    labels = rows.locator("svg .role-axis-label text")
+    expect(labels.first).to_be_attached(timeout=30_000)
+    texts = labels.all_text_contents()
+    for pos, token in enumerate(HOSTILE):
+        shown = f"{token} ·{pos}"
+        # Vega truncates long labels with an ellipsis; the start is the literal token.
+        assert any(t == shown or (t.endswith("…") and shown.startswith(t[:-1])) for t in texts), \
+            (shown, texts[:12])
+    point = rows.locator('svg path[aria-roledescription="point"]').first
+    text, html = tooltip_of(page, point)
+    assert IMG in text and "<img" not in html
+
+
+def check_model(page) -> None:
+    from attention import pretrained
+
+    ids = pretrained.load().tokenizer(" ".join(HOSTILE))["input_ids"]
+    pieces = pretrained.load().tokenizer.convert_ids_to_tokens(ids)
+    code = page.locator('[data-testid="stMain"] [data-testid="stCode"]').first
+    assert code.inner_text().strip() == " ".join(pieces)               # the pieces, as text
+    charts = page.locator(CHARTS)
+    labels = [t for i in range(charts.count())
+              for t in charts.nth(i).locator("svg .role-axis-label text").all_text_contents()]
+    assert f"{pieces[1]} ·1" in labels
+
+
+def check_sharper(page) -> None:
+    page.wait_for_function(
+        """() => document.querySelectorAll('[data-testid="stVegaLiteChart"]').length === 5""",
+        timeout=TRAINING_TIMEOUT)
+
+
+def check_input(page) -> None:
+    values = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
+    assert values[:2] == [str(SPEC.n), str(len(set(HOSTILE)))]
+
+
+CHECKS = {"Heatmap": check_heatmap, "Score_analysis": check_scores, "Model_heads": check_model,
+          "Is_sharper_better": check_sharper, "": check_input}
+
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_deep_link_with_hostile_tokens_is_inert_and_reproduces_the_view(cold_server, guarded,
+                                                                         path):
+    guarded.goto(f"{cold_server.url}/{path}?{urlencode(SPEC.to_query())}")
+    wait_for_app(guarded, timeout=TRAINING_TIMEOUT)
+    assert_view(guarded, PAGES[path], SPEC)
+    CHECKS[path](guarded)
+    assert_inert(guarded)
+
+
+def test_typed_hostile_tokens_stay_text(server, guarded):
+    """The same tokens typed into the sidebar (the browser's own text, not a URL)."""
+    guarded.goto(f"{server.url}/Heatmap")
+    wait_for_app(guarded)
+    box = guarded.locator('[data-testid="stSidebar"] textarea').first
+    box.fill(tokens_to_text(HOSTILE))
+    box.press("Control+Enter")
+    wait_for_app(guarded)
+    expect(guarded.locator(CHARTS).first.locator("svg .role-axis-label text").first) \
+        .to_have_text(clip(IMG), timeout=30_000)
+    check_heatmap(guarded)
+    assert AttentionSpec.from_query(dict(parse_qsl(urlsplit(guarded.url).query))).tokens \
+        == HOSTILE
+    assert_inert(guarded)
