@@ -41,14 +41,17 @@ def free_port() -> int:
 
 
 class Server:
-    """`streamlit run app.py` on a free loopback port, stopped when the test ends."""
+    """`streamlit run app.py` on a free loopback port, stopped when the test ends.
 
-    def __init__(self) -> None:
+    `script` (a path relative to the repository, or absolute) runs another script with the
+    repository's working directory and .streamlit/config.toml (benchmarks use it for baselines)."""
+
+    def __init__(self, script: str = "app.py") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+            [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
              "--server.port", str(self.port), "--server.address", "127.0.0.1"],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 60

@@ -49,7 +49,7 @@ def test_long_input_draws_a_pooled_overview_on_a_canvas(server, page):
     page.goto(f"{server.url}/Heatmap?{urlencode(spec.to_query())}")
     wait_for_app(page)
     notice = page.locator('[data-testid="stAlertContentInfo"]').first
-    assert "300 tokens" in notice.inner_text() and "60 × 60" in notice.inner_text()
+    assert "300 tokens" in notice.inner_text() and "43 × 43 blocks" in notice.inner_text()
     overview, zoom = page.locator(CHARTS).nth(0), page.locator(CHARTS).nth(1)
     canvas = overview.locator("canvas").first
     canvas.wait_for(timeout=30_000)

@@ -100,7 +100,8 @@ def test_2048_tokens_use_the_pooled_overview_with_a_notice_and_small_data():
                          d_model=16, causal=True)
     at = open_page(spec, hm_q="1000", hm_k="990")
     assert not at.exception and not at.error
-    assert any("2,048 tokens" in info.value and "64 × 64" in info.value for info in at.info)
+    assert any("2,048 tokens" in info.value and "48 × 48" in info.value and "43 × 43" in info.value
+               and "only 27 positions" in info.value for info in at.info)   # 47 x 43 + 27
     (box, overview), (zoom,) = [sorted(ds, key=len) for ds in datasets(at)]
     assert len(overview) <= OVERVIEW_BLOCKS ** 2 and set(overview.columns) == set(BLOCK_COLUMNS)
     assert box.to_dict("records") == [{"q0": 1000, "q1": 1000 + DEFAULT_WINDOW,

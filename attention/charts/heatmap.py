@@ -26,7 +26,7 @@ import altair as alt
 import pandas as pd
 
 from ..i18n import translate
-from ..pooling import Blocks, block_preview
+from ..pooling import Blocks
 
 VALUES = ("weight", "unscaled_weight", "difference")   # the three panels, left to right
 WEIGHT_SCHEME, DIFF_SCHEME = "blues", "redblue"
@@ -60,40 +60,33 @@ class BlockAxes:
     """A pooled grid over 0..n positions on both axes, blocks of `size` positions."""
     n: int
     size: int
-    how: str                       # "max" or "mean"
-    previews: tuple[str, ...] = ()  # per block: its first and last token, for tooltips
+    how: str   # "max" or "mean"
 
     @property
     def side(self) -> int:
         return math.ceil(self.n / self.size)
 
 
-def block_axes(tokens: Sequence[str], blocks: Blocks, how: str) -> BlockAxes:
-    previews = tuple(block_preview(tokens, blocks, i) for i in range(blocks.count))
-    return BlockAxes(n=blocks.n, size=blocks.size, how=how, previews=previews)
+def block_axes(blocks: Blocks, how: str) -> BlockAxes:
+    return BlockAxes(n=blocks.n, size=blocks.size, how=how)
 
 
-# A pooled chart ships only these numeric columns; positions, range labels and token
-# previews are derived in the browser from the block index (see block_data).
+# What a pooled chart ships per block, in compact types: the labels repeat (64 distinct
+# values per axis), so they travel as Arrow dictionaries. Computing them in the browser
+# instead (calculate transforms) took seconds: Streamlit evaluates Vega expressions with an
+# interpreter, per row.
 BLOCK_COLUMNS = {"head": "int16", "query_block": "int16", "key_block": "int16",
+                 "query_start": "int32", "query_stop": "int32",
+                 "key_start": "int32", "key_stop": "int32",
+                 "query_range": "category", "key_range": "category",
+                 "query_tokens": "category", "key_tokens": "category",
                  "weight": "float32", "unscaled_weight": "float32", "difference": "float32",
                  "cells": "int32"}
 
 
-def block_data(frame: pd.DataFrame, axes: BlockAxes):
-    """(small numeric frame, calculate transforms that rebuild the tooltip columns)."""
-    data = frame[list(BLOCK_COLUMNS)].astype(BLOCK_COLUMNS)
-    previews = json.dumps(list(axes.previews), ensure_ascii=True)
-    calc = {}
-    for axis in ("query", "key"):
-        b = f"datum.{axis}_block"
-        start, stop = f"({b} * {axes.size})", f"min({axes.n}, ({b} + 1) * {axes.size})"
-        calc[f"{axis}_start"] = start
-        calc[f"{axis}_stop"] = stop
-        calc[f"{axis}_range"] = (f"{stop} - 1 == {start} ? '' + {start} : "
-                                 f"{start} + '-' + ({stop} - 1)")
-        calc[f"{axis}_tokens"] = f"{previews}[{b}]" if axes.previews else "''"
-    return data, calc
+def block_data(frame: pd.DataFrame) -> pd.DataFrame:
+    """pooling.pooled_cells rows in the compact types of BLOCK_COLUMNS."""
+    return frame[list(BLOCK_COLUMNS)].astype(BLOCK_COLUMNS)
 
 
 def cell_axes(tokens: Sequence[str], queries: range, keys: range) -> CellAxes:
@@ -261,25 +254,23 @@ def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, value: str
                        columns=columns, spacing=10, **_top_level(frame, axes))
 
 
-def _top_level(frame: pd.DataFrame, axes: CellAxes | BlockAxes) -> dict:
-    """Top-level chart properties, given at construction (each altair method call deep-copies
-    the whole chart, which cost ~0.5 s per pooled chart): the data, for pooled charts the
-    calculate transforms that rebuild the tooltip columns, and for pooled or big grids the
-    canvas renderer without per-mark ARIA, which draws thousands of rects faster than SVG."""
-    if isinstance(axes, CellAxes):
-        props = {"data": frame}
-    else:
-        data, calc = block_data(frame, axes)
-        props = {"data": data, "transform": [alt.CalculateTransform(calculate=expr, **{"as": name})
-                                             for name, expr in calc.items()]}
-    if isinstance(axes, BlockAxes) or axes.side > NUMBERS_MAX * 2:
-        props.update(usermeta=CANVAS, config=alt.Config(mark=alt.MarkConfig(aria=False)))
-    return props
-
-
 def _head_expr(lang: str) -> str:
     word = json.dumps(_t(lang, "head_word"), ensure_ascii=True)
     return f"{word} + ' ' + datum.value"
+
+
+def _top_level(frame: pd.DataFrame, axes: CellAxes | BlockAxes) -> dict:
+    """Top-level chart properties, given at construction (each altair method call deep-copies
+    the whole chart, which cost ~0.5 s per pooled chart): the data, and for pooled or big
+    grids the canvas renderer without per-mark ARIA, which draws thousands of rects faster
+    than SVG."""
+    if isinstance(axes, CellAxes):
+        props = {"data": frame}
+    else:
+        props = {"data": block_data(frame)}
+    if isinstance(axes, BlockAxes) or axes.side > NUMBERS_MAX * 2:
+        props.update(usermeta=CANVAS, config=alt.Config(mark=alt.MarkConfig(aria=False)))
+    return props
 
 
 def fast_spec(chart: alt.TopLevelMixin) -> dict:

@@ -26,7 +26,7 @@ from .state import view_widget
 from .text import lang, t
 
 DETAIL_MAX = 64        # up to this many tokens every cell is drawn (3 x 4096 rects at most)
-OVERVIEW_BLOCKS = 64   # a pooled overview has at most 64 x 64 blocks: 4096 chart rows
+OVERVIEW_BLOCKS = 48   # a pooled overview has at most 48 x 48 blocks (~5 px each on a 250 px panel)
 GRID_ROWS = 16384      # the all-heads grid never carries more rows than this
 WINDOWS = (16, 24, 32, 48, 64)
 DEFAULT_WINDOW = 16    # 16 x 16: every label fits and the weights are printed in the cells
@@ -114,7 +114,7 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     blocks = blocks_for(n, OVERVIEW_BLOCKS)
     _pooled_notice(n, blocks, how, "hint_zoom")
     overview = _pooled(analysis, (head,), OVERVIEW_BLOCKS, how)
-    axes = charts.block_axes(analysis.tokens, blocks, how)
+    axes = charts.block_axes(blocks, how)
     box = (queries.start, queries.stop, keys.start, keys.stop)
     chart = charts.comparison_chart(overview, axes, lang(), box=box, shared=shared)
     show(chart)
@@ -193,7 +193,7 @@ def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
         blocks = blocks_for(n, side)
         _pooled_notice(n, blocks, how, "hint_grid")
         frame = _pooled(analysis, tuple(range(heads)), side, how)
-        axes = charts.block_axes(analysis.tokens, blocks, how)
+        axes = charts.block_axes(blocks, how)
     st.caption(t("heatmap.grid_caption", heads=heads))
     chart = charts.heads_grid_chart(frame, axes, value, lang(), columns=min(4, heads))
     show(chart)

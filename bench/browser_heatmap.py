@@ -1,0 +1,156 @@
+"""Time to first paint of the Heatmap page in Chromium at n = 16, 512 and 2048, against a
+one-rect-per-cell altair heatmap at n = 256, all in one run (headless, Playwright).
+
+Two servers run side by side from the repository's directory (same Streamlit config): the
+app, and a baseline script with one plain altair heatmap (256 x 256 rects, what DESIGN.md
+measured at ~4.8 s) or one small bar chart (a bare Streamlit page). Every page is opened once
+first (warm caches: this measures drawing, not the `analyze` that the cache skips on later
+visits), then the pages are loaded in turn, order reversed every other round, each in a new
+browser context.
+
+Two times per load, from an in-page probe (a MutationObserver and a requestAnimationFrame loop):
+  first paint   navigation start -> the first chart in the main area has drawn its marks: what
+                a user waits for, including Streamlit's start-up and, on the app's pages, the
+                sidebar's widgets (their code is loaded on first use: ~1-3 s here, the same
+                for every page of the app and absent from the baseline's bare page);
+  chart render  that chart's element inserted into the page -> its marks drawn: the cost of
+                the chart itself in the browser (Vega parse, dataflow, rendering).
+Targets (issue 6): the page at n = 2048 within 1.5x of n = 16, and at least 5x faster than
+the one-rect chart at n = 256 (ratio <= 0.2).
+"""
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+from pathlib import Path
+from urllib.parse import urlencode
+
+from attention.examples import EXAMPLES
+from attention.spec import AttentionSpec
+from attention.tokens import parse_tokens
+from bench.timing import print_table, row
+
+BASELINE = '''
+import altair as alt, numpy as np, pandas as pd, streamlit as st
+n = int(st.query_params.get("n", 256))
+st.title("baseline")
+if st.query_params.get("v") == "bare":
+    st.altair_chart(alt.Chart(pd.DataFrame({"x": list("abcdefghij"), "y": range(10)}))
+                    .mark_bar().encode(x="x:N", y="y:Q"))
+else:
+    q, k = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    w = np.random.default_rng(0).random((n, n))
+    frame = pd.DataFrame({"query": q.ravel(), "key": k.ravel(), "weight": w.ravel()})
+    st.altair_chart(alt.Chart(frame).mark_rect().encode(
+        x="key:O", y="query:O", color="weight:Q", tooltip=["query", "key", "weight"]))
+'''
+
+# Records, per page load, when the first chart in the main area was inserted (MutationObserver,
+# which runs before the chart's asynchronous embedding) and when it had drawn: a canvas with a
+# painted pixel, or an SVG with marks in it (checked every animation frame).
+PROBE = """
+(() => {
+  const sel = '[data-testid="stMain"] [data-testid="stVegaLiteChart"]';
+  const drawn = (el) => {
+    const cv = el.querySelector('canvas');
+    if (cv && cv.width) {
+      const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+      for (let i = 3; i < d.length; i += 4 * 29) if (d[i]) return true;
+      return false;
+    }
+    return !!el.querySelector('svg .mark-rect path, svg .mark-text text');
+  };
+  new MutationObserver((_, observer) => {
+    if (document.querySelector(sel)) { window.__inserted = performance.now(); observer.disconnect(); }
+  }).observe(document, {subtree: true, childList: true});
+  const tick = () => {
+    const el = document.querySelector(sel);
+    if (el && drawn(el)) { window.__painted = performance.now(); return; }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+})();
+"""
+
+
+def heatmap_url(base: str, n: int) -> str:
+    words = parse_tokens(EXAMPLES["passage"])
+    spec = AttentionSpec(tokens=tuple((words * (n // len(words) + 1))[:n]))
+    return f"{base}/Heatmap?{urlencode(spec.to_query())}"
+
+
+def _load(browser, url: str, timeout: float = 180_000) -> tuple[float, float]:
+    """(first paint, chart render) in ms for one load of url in a fresh context."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        page.add_init_script(PROBE)
+        page.goto(url)
+        page.wait_for_function("() => window.__painted !== undefined", timeout=timeout, polling=100)
+        painted, inserted = page.evaluate("() => [window.__painted, window.__inserted]")
+        return painted, painted - inserted
+    finally:
+        context.close()
+
+
+def measure(urls: dict[str, str], rounds: int) -> dict[str, tuple[float, float]]:
+    """Median (first paint, chart render) per name, pages loaded in interleaved rounds."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.conftest import CHROMIUM_FLAGS
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        raise RuntimeError("no chromium on PATH (apt-get install chromium)")
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in urls}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
+        for url in urls.values():                                # warm-up: fill the caches
+            _load(browser, url, timeout=600_000)
+        names = list(urls)
+        for r in range(rounds):
+            for name in names if r % 2 == 0 else reversed(names):
+                times[name].append(_load(browser, urls[name]))
+        browser.close()
+    return {name: (statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts))
+            for name, ts in times.items()}
+
+
+def run(rounds: int = 5) -> list[dict]:
+    from tests.conftest import Server
+
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "baseline_heatmap.py"
+        script.write_text(BASELINE)
+        app, base = Server(), Server(str(script))
+        try:
+            urls = {f"heatmap n={n}": heatmap_url(app.url, n) for n in (16, 512, 2048)}
+            urls["one-rect 256"] = f"{base.url}/?n=256"
+            urls["bare page"] = f"{base.url}/?v=bare"
+            t = measure(urls, rounds)
+        finally:
+            app.stop()
+            base.stop()
+
+    def detail(*names: str) -> str:
+        return ", ".join(f"{name} {t[name][0]:.0f}/{t[name][1]:.0f} ms" for name in names)
+
+    rows = []
+    for which, label in ((0, "first paint"), (1, "chart render")):
+        small, rect = t["heatmap n=16"][which], t["one-rect 256"][which]
+        for n in (512, 2048):
+            rows.append(row(f"heatmap page {label}, n={n}", "heatmap page n=16",
+                            t[f"heatmap n={n}"][which] / small, 1.5,
+                            detail(f"heatmap n={n}", "heatmap n=16")))
+        rows.append(row(f"heatmap page {label}, n=2048", "one-rect-per-cell altair, n=256",
+                        t["heatmap n=2048"][which] / rect, 0.2,
+                        detail("heatmap n=2048", "one-rect 256")))
+    rows.append(row("bare page first paint (context)", "one-rect-per-cell altair, n=256",
+                    t["bare page"][0] / t["one-rect 256"][0], 1.0,
+                    detail("bare page", "one-rect 256") + " (first paint/chart render)"))
+    return rows
+
+
+if __name__ == "__main__":
+    print_table(run())
