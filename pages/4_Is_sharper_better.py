@@ -16,7 +16,7 @@ lang = page.lang
 st.markdown(t("sharper.intro"))
 
 lo, hi = runs.SEED_RANGE
-seed = view_widget("seed", st.number_input, default=0, cast=int, valid=lambda v: lo <= v <= hi,
+seed = view_widget("train_seed", st.number_input, default=0, cast=int, valid=lambda v: lo <= v <= hi,
                    label=t("sharper.seed"), min_value=lo, max_value=hi, step=1,
                    help=t("sharper.seed_help"), width=220)
 study = runs.sharpening(seed)

@@ -10,7 +10,7 @@ TRAINING_TIMEOUT = 240_000   # ms: a cold server trains 19 heads before the char
 
 
 def test_deep_link_on_a_fresh_server_draws_the_experiment(fresh_server, page):
-    page.goto(f"{fresh_server.url}/Is_sharper_better?seed=0")
+    page.goto(f"{fresh_server.url}/Is_sharper_better?train_seed=0")
     wait_for_app(page, timeout=TRAINING_TIMEOUT)
     page.wait_for_function(
         """() => document.querySelectorAll('[data-testid="stVegaLiteChart"]').length === 5""",
@@ -19,7 +19,7 @@ def test_deep_link_on_a_fresh_server_draws_the_experiment(fresh_server, page):
     assert page.locator('[data-testid="stException"]').count() == 0
     seed = page.locator('[data-testid="stMain"] [data-testid="stNumberInput"] input').first
     assert seed.input_value() == "0"
-    assert "seed=0" in page.url
+    assert "train_seed=0" in page.url
     # every chart has drawn marks: points/bars as SVG paths or a non-empty canvas
     page.wait_for_function(
         """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].every(c => {
