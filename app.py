@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from attention.ui import cache
+from attention.ui.explain import explanation
 from attention.ui.layout import PAGES, page_setup
 from attention.ui.text import t
 
@@ -41,13 +42,13 @@ table = pd.DataFrame({
 st.subheader(t("input.parsed"))
 st.dataframe(table, hide_index=True, width="stretch", height=min(400, 38 + 35 * len(tokens)))
 
-with st.expander(t("input.how_title"), icon=":material/school:"):
-    st.markdown(t("input.how_embed"))
-    st.latex(r"x_i = e(\text{token}_i) + PE(i), \qquad q_i = x_i W_Q,\; k_i = x_i W_K,\; v_i = x_i W_V")
-    st.markdown(t("input.how_scores"))
-    st.latex(r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left("
-             r"\frac{Q K^\top}{\sqrt{d_k}\,\tau}\right) V")
-    st.markdown(t("input.how_scale"))
+explanation("input.how_title", [
+    ("input.how_embed", r"x_i = e(\text{token}_i) + PE(i), \qquad "
+                        r"q_i = x_i W_Q,\; k_i = x_i W_K,\; v_i = x_i W_V"),
+    ("input.how_scores", r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left("
+                         r"\frac{Q K^\top}{\sqrt{d_k}\,\tau}\right) V"),
+    ("input.how_scale", None),
+])
 
 st.subheader(t("input.next"))
 for script, key, icon in PAGES[1:]:

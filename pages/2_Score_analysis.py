@@ -6,6 +6,7 @@ from attention import frames
 from attention.analysis import SWEEP_MAX_TOKENS
 from attention.charts import scores as charts
 from attention.ui import cache
+from attention.ui.explain import explanation
 from attention.ui.export import chart_buttons, csv_button
 from attention.ui.layout import page_setup
 from attention.ui.state import view_widget
@@ -122,10 +123,7 @@ demo.dataframe(charts.one_logit_ahead(), hide_index=True, column_config={
     "max_weight": st.column_config.NumberColumn(t("scores.col_max_weight"), format="%.4f"),
     "jacobian_norm": st.column_config.NumberColumn(t("scores.col_jacobian"), format="scientific"),
 })
-with st.expander(t("scores.formulas"), icon=":material/function:"):
-    for key, formula in FORMULAS:
-        st.markdown(t(key))
-        st.latex(formula)
+explanation("scores.formulas", FORMULAS)
 
 # ---- downloads ------------------------------------------------------------------------
 st.subheader(t("scores.downloads"))

@@ -7,6 +7,7 @@ from attention import experiment as ex
 from attention.charts import experiment as charts
 from attention.ui import experiment as runs
 from attention.ui.export import chart_buttons, csv_button
+from attention.ui.explain import explanation
 from attention.ui.layout import page_setup
 from attention.ui.state import view_widget
 from attention.ui.text import t
@@ -61,30 +62,31 @@ st.caption(t("sharper.table_importance"))
 csv_button(study.importance, f"importance_seed{seed}")
 
 rel, mass, onehot, when = (t(f"sharper.tex_{k}") for k in ("relevant", "mass", "onehot", "as"))
-with st.expander(t("sharper.explain"), icon=":material/function:"):
-    st.markdown(t("sharper.f_task"))
-    st.latex(rf"r_j = \mathbb{{1}}[j\ \text{{{rel}}}] + 0.3\,\varepsilon,\qquad "
-             rf"e_j = \mathbb{{1}}[j\ \text{{{rel}}}]\cdot 0.5\,y + \varepsilon,\qquad y = \pm 1")
-    st.markdown(t("sharper.f_ceiling"))
-    st.latex(rf"\tfrac14 \textstyle\sum_{{j\,\text{{{rel}}}}} e_j \sim \mathcal{{N}}(0.5\,y,\ 0.5^2)"
-             r"\ \Rightarrow\ \Phi(1) = 0.841,\qquad e_j \sim \mathcal{N}(0.5\,y,\ 1)"
-             r"\ \Rightarrow\ \Phi(0.5) = 0.691")
-    st.markdown(t("sharper.f_model"))
-    st.latex(r"k_j = x_j W_K,\quad v_j = x_j W_V,\quad p = \operatorname{softmax}"
-             r"\Big(\frac{q\cdot k_j}{\sqrt{d_k}}\Big),\quad \hat y = w^{\top}\textstyle\sum_j p_j v_j + b")
-    st.markdown(t("sharper.f_sharpen"))
-    st.latex(r"p^{(m)}_j = \frac{\exp(m\,s_j)}{\sum_l \exp(m\,s_l)},\quad "
-             r"s_j = \frac{q\cdot k_j}{\sqrt{d_k}},\qquad p^{(\infty)} = "
-             rf"\text{{{onehot}}}(\arg\max_j s_j)")
-    st.markdown(t("sharper.f_metrics"))
-    st.latex(r"\max_j p_j,\qquad n_{\text{eff}} = e^{H(p)},\ H(p) = -\textstyle\sum_j p_j\ln p_j,"
-             rf"\qquad \text{{{mass}}} = \textstyle\sum_{{j\,\text{{{rel}}}}} p_j")
-    st.markdown(t("sharper.f_importance"))
-    st.latex(r"\Delta_j = \big|\hat y(x) - \hat y(x_{\setminus j})\big|,\qquad "
-             r"\rho = \operatorname{corr}\big(\operatorname{rank}(p), \operatorname{rank}(\Delta)\big)")
-    st.markdown(t("sharper.f_gradient"))
-    st.latex(r"\frac{\partial p}{\partial s} = \operatorname{diag}(p) - p\,p^{\top}"
-             rf"\ \longrightarrow\ 0\quad \text{{{when}}}\ p \to \text{{{onehot}}}")
+explanation("sharper.explain", [
+    ("sharper.f_task",
+     rf"r_j = \mathbb{{1}}[j\ \text{{{rel}}}] + 0.3\,\varepsilon,\qquad "
+     rf"e_j = \mathbb{{1}}[j\ \text{{{rel}}}]\cdot 0.5\,y + \varepsilon,\qquad y = \pm 1"),
+    ("sharper.f_ceiling",
+     rf"\tfrac14 \textstyle\sum_{{j\,\text{{{rel}}}}} e_j \sim \mathcal{{N}}(0.5\,y,\ 0.5^2)"
+     r"\ \Rightarrow\ \Phi(1) = 0.841,\qquad e_j \sim \mathcal{N}(0.5\,y,\ 1)"
+     r"\ \Rightarrow\ \Phi(0.5) = 0.691"),
+    ("sharper.f_model",
+     r"k_j = x_j W_K,\quad v_j = x_j W_V,\quad p = \operatorname{softmax}"
+     r"\Big(\frac{q\cdot k_j}{\sqrt{d_k}}\Big),\quad \hat y = w^{\top}\textstyle\sum_j p_j v_j + b"),
+    ("sharper.f_sharpen",
+     r"p^{(m)}_j = \frac{\exp(m\,s_j)}{\sum_l \exp(m\,s_l)},\quad "
+     r"s_j = \frac{q\cdot k_j}{\sqrt{d_k}},\qquad p^{(\infty)} = "
+     rf"\text{{{onehot}}}(\arg\max_j s_j)"),
+    ("sharper.f_metrics",
+     r"\max_j p_j,\qquad n_{\text{eff}} = e^{H(p)},\ H(p) = -\textstyle\sum_j p_j\ln p_j,"
+     rf"\qquad \text{{{mass}}} = \textstyle\sum_{{j\,\text{{{rel}}}}} p_j"),
+    ("sharper.f_importance",
+     r"\Delta_j = \big|\hat y(x) - \hat y(x_{\setminus j})\big|,\qquad "
+     r"\rho = \operatorname{corr}\big(\operatorname{rank}(p), \operatorname{rank}(\Delta)\big)"),
+    ("sharper.f_gradient",
+     r"\frac{\partial p}{\partial s} = \operatorname{diag}(p) - p\,p^{\top}"
+     rf"\ \longrightarrow\ 0\quad \text{{{when}}}\ p \to \text{{{onehot}}}"),
+])
 
 st.subheader(t("sharper.references"))
 st.markdown(t("sharper.ref_list"))

@@ -16,6 +16,7 @@ from ..pretrained import HEADS, LAYERS
 from . import cache
 from . import model as cached
 from .heatmap_view import draw_comparison
+from .explain import explanation
 from .export import chart_buttons, csv_button
 from .state import view_widget
 from .text import lang, message, t
@@ -161,8 +162,6 @@ def draw_value_weighted(text: str, tokens: tuple[str, ...], layer: int, head: in
 
 
 def draw_explanations() -> None:
-    with st.expander(t("model.explain_title"), icon=":material/school:"):
-        for part in ("attention", "unscaled", "stats", "rollout", "value"):
-            st.markdown(t(f"model.explain_{part}"))
-            st.latex(FORMULAS[part])
-        st.markdown(t("model.explain_sources"))
+    explanation("model.explain_title",
+                [*((f"model.explain_{part}", formula) for part, formula in FORMULAS.items()),
+                 ("model.explain_sources", None)])

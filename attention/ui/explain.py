@@ -1,0 +1,18 @@
+"""The collapsible "what am I looking at?" section every page ends with."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import streamlit as st
+
+from .text import t
+
+
+def explanation(title_key: str, steps: Iterable[tuple[str | None, str | None]]) -> None:
+    """Each step is a paragraph (an interface-text key) and/or a formula (LaTeX), in order."""
+    with st.expander(t(title_key), icon=":material/school:"):
+        for text_key, formula in steps:
+            if text_key:
+                st.markdown(t(text_key))
+            if formula:
+                st.latex(formula)
