@@ -55,6 +55,7 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
 
     With needs_spec (the default), invalid input shows its message and stops the page here."""
     url_problems = state.seed_from_url()
+    state.keep_across_pages(title_key)
     st.set_page_config(page_title=f"{t(title_key)} · Attention Explorer",
                        page_icon=":material/grid_on:", layout="wide")
     draft = _sidebar()

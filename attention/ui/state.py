@@ -18,6 +18,7 @@ from .text import LANG_KEY, initial_language
 
 KEY = "in_"            # prefix of every sidebar widget key
 TEXT, FMT = KEY + "text", KEY + "fmt"
+PAGE = "page_shown"    # the page this session last ran (see keep_across_pages)
 SPEC_FIELDS = [f.name for f in fields(AttentionSpec) if f.name != "tokens"]
 
 
@@ -39,6 +40,20 @@ def seed_from_url() -> tuple[UserError, ...]:
     if LANG_KEY not in st.session_state:
         st.session_state[LANG_KEY] = initial_language()
     return tuple(problems)
+
+
+def keep_across_pages(page: str) -> None:
+    """Re-assert the sidebar's values on the first run of each page reached in a session.
+
+    Streamlit 1.67 mounts a persist_state="session" widget at its default on the first page
+    switch when its value came from st.session_state (a sidebar seeded from a shared link)
+    rather than from the user: a deep link followed by a click on another page showed an
+    empty token box. Writing the values back before the widgets are drawn makes them stick."""
+    if st.session_state.get(PAGE) != page:
+        for key in (LANG_KEY, TEXT, FMT, *(KEY + name for name in SPEC_FIELDS)):
+            if key in st.session_state:
+                st.session_state[key] = st.session_state[key]
+    st.session_state[PAGE] = page
 
 
 def load_spec(spec: AttentionSpec) -> None:
