@@ -361,3 +361,17 @@ def test_the_cases_cover_the_brief():
     names = [c.name for c in CASES]
     assert len(set(names)) == len(names) >= 40
     assert set(SHARPER_CASES) <= set(names)
+
+
+@pytest.mark.parametrize("page", PAGE_FILES[1:])
+def test_deep_link_then_page_switch_keeps_the_sidebar(page):
+    """A shared link opened on the Input page, then another page: the sidebar (and so the
+    view) must be the link's, not empty defaults (Streamlit mounted URL-seeded persistent
+    widgets at their defaults on the first page switch; state.keep_across_pages)."""
+    spec = AttentionSpec(tokens=("<b>x</b>", "y", "y"), d_k=4, heads=1, seed=12345)
+    at = open_page(INPUT, spec)
+    at.switch_page(page).run()
+    assert not at.exception and not at.error
+    assert at.sidebar.text_area(key="in_text").value == '<b>x</b> y y'
+    assert [at.sidebar.number_input(key=f"in_{n}").value for n in ("d_k", "heads", "seed")] \
+        == [4, 1, 12345]
