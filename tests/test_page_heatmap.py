@@ -1,5 +1,6 @@
 """The Heatmap page in AppTest: its charts carry exactly the analysis' numbers."""
 import io
+import json
 
 import pandas as pd
 import pyarrow as pa
@@ -14,6 +15,7 @@ from attention.pooling import pooled_cells
 from attention.spec import AttentionSpec
 from attention.ui.heatmap_view import DEFAULT_WINDOW, OVERVIEW_BLOCKS
 from tests.conftest import ROOT
+from tests.test_charts_heatmap import eval_label_expr
 
 PAGE = "pages/1_Heatmap.py"
 CAT = AttentionSpec(tokens=tuple("the cat sat on the mat".split()), heads=3, d_k=8, d_model=16,
@@ -100,8 +102,8 @@ def test_2048_tokens_use_the_pooled_overview_with_a_notice_and_small_data():
                          d_model=16, causal=True)
     at = open_page(spec, hm_q="1000", hm_k="990")
     assert not at.exception and not at.error
-    assert any("2,048 tokens" in info.value and "48 × 48" in info.value and "43 × 43" in info.value
-               and "only 27 positions" in info.value for info in at.info)   # 47 x 43 + 27
+    assert any("2,048 tokens" in info.value and "40 × 40" in info.value and "52 × 52" in info.value
+               and "only 20 positions" in info.value for info in at.info)   # 39 x 52 + 20
     (box, overview), (zoom,) = [sorted(ds, key=len) for ds in datasets(at)]
     assert len(overview) <= OVERVIEW_BLOCKS ** 2 and set(overview.columns) == set(BLOCK_COLUMNS)
     assert box.to_dict("records") == [{"q0": 1000, "q1": 1000 + DEFAULT_WINDOW,
@@ -115,6 +117,13 @@ def test_2048_tokens_use_the_pooled_overview_with_a_notice_and_small_data():
     assert len(zoom) == sum(1 for q in range(1000, 1016) for k in range(990, 1006) if k <= q)
     assert_cells_match(zoom, a, head=0)
     assert set(zoom["query_pos"]) == set(range(1000, 1016))
+    # The zoom's axes are those positions, labelled with their own tokens.
+    layer = json.loads(at.get("vega_lite_chart")[1].proto.spec)["hconcat"][0]["layer"][0]
+    for axis, first in (("y", 1000), ("x", 990)):
+        enc = layer["encoding"][axis]
+        assert enc["scale"]["domain"] == list(range(first, first + DEFAULT_WINDOW))
+        assert [eval_label_expr(enc["axis"]["labelExpr"], p) for p in enc["scale"]["domain"]] \
+            == [spec.tokens[p] for p in enc["scale"]["domain"]]
 
 
 def test_zoom_and_pooling_choice_are_widgets_kept_in_the_url():

@@ -225,19 +225,22 @@ def _legend_key(value: str, shared: bool) -> str:
 
 def comparison_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, lang: str = "en", *,
                      box: tuple[int, int, int, int] | None = None,
-                     shared: bool = True) -> alt.HConcatChart:
+                     shared: bool = True, canvas: bool | None = None) -> alt.HConcatChart:
     """Scaled | unscaled (one shared colour scale) | difference (diverging, centred on 0).
 
     frame: frames.cells rows (CellAxes) or pooling.pooled_cells rows (BlockAxes) of ONE head;
     all three panels read the same rows, so the chart carries each cell once. shared=False
-    gives the scaled and unscaled panels each its own scale (and legend)."""
+    gives the scaled and unscaled panels each its own scale (and legend). canvas: draw on a
+    canvas (None: for pooled or large grids; a zoom window next to an overview asks for it,
+    since an SVG chart's synchronous drawing delays the overview's first paint)."""
     panels = [
         panel(axes, frame, "weight", lang, legend=not shared, shared=shared, box=box),
         panel(axes, frame, "unscaled_weight", lang, show_y=False, shared=shared, box=box),
         panel(axes, frame, "difference", lang, show_y=False, box=box),
     ]
     independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))
-    return alt.hconcat(*panels, spacing=12, resolve=independent, **_top_level(frame, axes))
+    return alt.hconcat(*panels, spacing=12, resolve=independent,
+                       **_top_level(frame, axes, canvas))
 
 
 def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, value: str = "weight",
@@ -259,7 +262,8 @@ def _head_expr(lang: str) -> str:
     return f"{word} + ' ' + datum.value"
 
 
-def _top_level(frame: pd.DataFrame, axes: CellAxes | BlockAxes) -> dict:
+def _top_level(frame: pd.DataFrame, axes: CellAxes | BlockAxes,
+               canvas: bool | None = None) -> dict:
     """Top-level chart properties, given at construction (each altair method call deep-copies
     the whole chart, which cost ~0.5 s per pooled chart): the data, and for pooled or big
     grids the canvas renderer without per-mark ARIA, which draws thousands of rects faster
@@ -268,8 +272,14 @@ def _top_level(frame: pd.DataFrame, axes: CellAxes | BlockAxes) -> dict:
         props = {"data": frame}
     else:
         props = {"data": block_data(frame)}
-    if isinstance(axes, BlockAxes) or axes.side > NUMBERS_MAX * 2:
-        props.update(usermeta=CANVAS, config=alt.Config(mark=alt.MarkConfig(aria=False)))
+    # No per-mark ARIA descriptions: Vega builds one string of every field for each cell
+    # (an interpreted expression per mark), which slowed a 16 x 16 window as much as its
+    # drawing. The chart keeps its accessible title; the CSV download has every number.
+    props["config"] = alt.Config(mark=alt.MarkConfig(aria=False))
+    if canvas is None:
+        canvas = isinstance(axes, BlockAxes) or axes.side > NUMBERS_MAX * 2
+    if canvas:
+        props["usermeta"] = CANVAS
     return props
 
 

@@ -26,7 +26,7 @@ from .state import view_widget
 from .text import lang, t
 
 DETAIL_MAX = 64        # up to this many tokens every cell is drawn (3 x 4096 rects at most)
-OVERVIEW_BLOCKS = 48   # a pooled overview has at most 48 x 48 blocks (~5 px each on a 250 px panel)
+OVERVIEW_BLOCKS = 40   # a pooled overview has at most 40 x 40 blocks (~6 px each on a 250 px panel)
 GRID_ROWS = 16384      # the all-heads grid never carries more rows than this
 WINDOWS = (16, 24, 32, 48, 64)
 DEFAULT_WINDOW = 16    # 16 x 16: every label fits and the weights are printed in the cells
@@ -107,28 +107,28 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     if n <= DETAIL_MAX:
         _draw_cells(analysis, head, range(n), range(n), key_prefix, shared)
         return
-    c_how, c_size, c_q, c_k = st.columns([1.1, 0.9, 2, 2])
-    with c_how:
-        how = _pool_picker(key_prefix)
-    queries, keys = _zoom_controls(n, key_prefix, c_size, c_q, c_k)
+    how = _pool_picker(key_prefix)
     blocks = blocks_for(n, OVERVIEW_BLOCKS)
     _pooled_notice(n, blocks, how, "hint_zoom")
+    overview_slot, zoom_title = st.container(), st.empty()
+    queries, keys = _zoom_controls(n, key_prefix)          # below the overview it outlines
     overview = _pooled(analysis, (head,), OVERVIEW_BLOCKS, how)
-    axes = charts.block_axes(blocks, how)
     box = (queries.start, queries.stop, keys.start, keys.stop)
-    chart = charts.comparison_chart(overview, axes, lang(), box=box, shared=shared)
-    show(chart)
-    chart_buttons(chart, f"{key_prefix}_overview_head{head}")
-    st.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
-                   k0=keys.start, k1=keys.stop - 1))
-    _draw_cells(analysis, head, queries, keys, key_prefix, shared)
+    chart = charts.comparison_chart(overview, charts.block_axes(blocks, how), lang(), box=box,
+                                    shared=shared)
+    with overview_slot:
+        show(chart)
+        chart_buttons(chart, f"{key_prefix}_overview_head{head}")
+    zoom_title.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
+                           k0=keys.start, k1=keys.stop - 1))
+    _draw_cells(analysis, head, queries, keys, key_prefix, shared, canvas=True)
 
 
 def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
-                key_prefix: str, shared: bool) -> None:
+                key_prefix: str, shared: bool, canvas: bool | None = None) -> None:
     frame = frames.cells(analysis, heads=[head], queries=queries, keys=keys)
     axes = charts.cell_axes(analysis.tokens, queries, keys)
-    chart = charts.comparison_chart(frame, axes, lang(), shared=shared)
+    chart = charts.comparison_chart(frame, axes, lang(), shared=shared, canvas=canvas)
     show(chart)
     name = (f"{key_prefix}_attention_head{head}_q{queries.start}-{queries.stop - 1}"
             f"_k{keys.start}-{keys.stop - 1}")
@@ -139,8 +139,9 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
         chart_buttons(chart, f"{key_prefix}_cells_head{head}")
 
 
-def _zoom_controls(n: int, key_prefix: str, c_size, c_q, c_k) -> tuple[range, range]:
+def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
     """Window size, first query and first key; each kept in the URL, clamped to 0..n-1."""
+    c_size, c_q, c_k = st.columns([1, 2, 2])
     with c_size:
         size = view_widget(f"{key_prefix}_win", st.selectbox, default=DEFAULT_WINDOW, cast=int,
                            valid=WINDOWS.__contains__, label=t("heatmap.window"),
