@@ -129,7 +129,7 @@ def test_2048_tokens_use_the_pooled_overview_with_a_notice_and_small_data():
 def test_zoom_and_pooling_choice_are_widgets_kept_in_the_url():
     spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(100)), heads=1)
     at = open_page(spec)
-    at.slider(key="view_hm_q").set_value(50).run()
+    at.number_input(key="view_hm_q").set_value(50).run()
     at.segmented_control(key="view_hm_pool").set_value("mean").run()
     assert not at.exception
     assert at.query_params["hm_q"] == "50" and at.query_params["hm_pool"] == "mean"

@@ -151,11 +151,11 @@ def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
     for col, axis in ((c_q, "q"), (c_k, "k")):
         name = f"{key_prefix}_{axis}"
         current = st.session_state.get("view_" + name, 0)
-        with col:
+        with col:   # a number input steps a whole window per click; any start can be typed
             starts.append(view_widget(
-                name, st.slider, default=max(0, min(int(current), last)), cast=int,
+                name, st.number_input, default=max(0, min(int(current), last)), cast=int,
                 valid=lambda v: 0 <= v <= last, label=t(f"heatmap.start_{axis}"),
-                min_value=0, max_value=last, step=1, help=t("heatmap.start_help")))
+                min_value=0, max_value=last, step=size, help=t("heatmap.start_help")))
     return window(n, starts[0], size), window(n, starts[1], size)
 
 
