@@ -29,6 +29,10 @@ LIMITS = {
     "layer": (0, 5),
 }
 MAX_CELLS = 12 * MAX_TOKENS * MAX_TOKENS  # heads * n * n: 12 heads at the token limit
+# Multiply-adds of the toy model's projections and score products, heads * n * d_k * (n +
+# d_model): 12 heads at the token limit with d_k = d_model = 64 (about 2 s on one core). At the
+# same size with d_k = d_model = 1024 one view took 68 s of CPU.
+MAX_WORK = 12 * MAX_TOKENS * 64 * (MAX_TOKENS + 64)
 
 
 class SpecWarning(UserWarning):
@@ -74,6 +78,10 @@ class AttentionSpec:
         if self.heads * self.n * self.n > MAX_CELLS:
             raise SpecError("errors.spec_cells", heads=self.heads, n=self.n,
                             max_heads=max(1, MAX_CELLS // (self.n * self.n)))
+        per_d_k = self.heads * self.n * (self.n + self.d_model)
+        if self.source == "toy" and per_d_k * self.d_k > MAX_WORK:
+            raise SpecError("errors.spec_work", heads=self.heads, n=self.n, d_k=self.d_k,
+                            d_model=self.d_model, max_d_k=max(1, MAX_WORK // per_d_k))
 
     # ---- URL query string ---------------------------------------------------------------
 
