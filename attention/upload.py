@@ -18,13 +18,14 @@ import torch
 from .analysis import Analysis, analyze_qkv
 from .errors import UserError
 from .export import csv_bytes
-from .spec import LIMITS, AttentionSpec
+from .spec import LIMITS, MAX_CELLS, MAX_WORK, AttentionSpec
 from .tokens import MAX_TOKENS, parse_tokens
 
 MAX_BYTES = 16 * 1024 * 1024          # per file
 MAX_HEADS = LIMITS["heads"][1]        # 16
 MAX_DIM = LIMITS["d_k"][1]            # 1024
 ROW_SUM_TOLERANCE = 1e-3              # attention rows must sum to 1 within this
+MAX_MATRIX_TOKENS = 512               # an uploaded matrix is drawn cell by cell (n x n rows)
 EXTENSIONS = ("npy", "csv")
 
 
@@ -157,6 +158,13 @@ def qkv(q: Table, k: Table, v: Table | None) -> tuple[torch.Tensor, torch.Tensor
     if d_k > MAX_DIM:
         raise UploadError("model.upload_too_large", name=q.name, shape=_shape(q.values.shape),
                           heads=MAX_HEADS, tokens=MAX_TOKENS)
+    # A small file can still ask for a lot: float16 Q and K of 16 x 2048 x 1 are 64 kB.
+    if heads * n * n > MAX_CELLS:
+        raise UploadError("errors.spec_cells", heads=heads, n=n,
+                          max_heads=max(1, MAX_CELLS // (n * n)))
+    if heads * n * n * d_k > MAX_WORK:
+        raise UploadError("errors.upload_work", heads=heads, n=n, d_k=d_k,
+                          max_d_k=max(1, MAX_WORK // (heads * n * n)))
     if v is not None and v.values.shape[:2] != (heads, n):
         raise UploadError("model.upload_v_shape", v=_shape(v.values.shape), heads=heads, n=n)
     q_t = torch.from_numpy(q.values)                                     # (heads, n, d_k)
@@ -171,6 +179,9 @@ def attention_matrix(table: Table) -> torch.Tensor:
     if rows != cols:
         raise UploadError("model.upload_not_square", name=table.name,
                           shape=_shape(table.values.shape))
+    if rows > MAX_MATRIX_TOKENS:  # 2048 x 2048 in float16 fits the upload size: 4M chart rows
+        raise UploadError("errors.upload_matrix_tokens", name=table.name, n=rows,
+                          limit=MAX_MATRIX_TOKENS)
     w = torch.from_numpy(table.values)                                   # (heads, n, n)
     if (w < 0).any():
         h, i, j = (int(x) for x in (w < 0).nonzero()[0])
