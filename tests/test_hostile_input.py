@@ -94,6 +94,7 @@ CASES = [
     parser("json_empty_list", "[]", "errors.tokens_empty"),
     parser("json_only_empty_strings", '["", "\\u0000"]', "errors.tokens_empty"),
     parser("heads_times_cells_over_cap", _words(MAX_TOKENS), "errors.spec_cells", heads="16"),
+    parser("work_over_cap", _words(MAX_TOKENS), "errors.spec_work", d_k="1024", d_model="1024"),
     # ---- hostile text that is computed and drawn ---------------------------------------------
     Case("one_token", params={"tokens": "hello"}, tokens=("hello",)),
     Case("at_token_limit", params={"tokens": _words(MAX_TOKENS)}, page_errors=TOO_LONG_PIECES),
@@ -163,6 +164,7 @@ CASES = [
         tokens="a " * (MAX_INPUT_CHARS // 2 + 1)),
     url("url_tokens_one_past_limit", "errors.tokens_too_many", tokens=_words(MAX_TOKENS + 1)),
     url("url_cells_over_cap", "errors.url_spec", tokens=_words(MAX_TOKENS), heads="16"),
+    url("url_work_over_cap", "errors.url_spec", tokens=_words(MAX_TOKENS), d_k="1024"),
     url("url_chinese_refusal", "errors.tokens_json_shape", pages=TEXT_PAGES, lang="zh",
         tokens="[1]"),
     Case("url_repeated", params={"heads": ["2", "3"], "tokens": ["a b", "c d e"]},
@@ -375,3 +377,72 @@ def test_deep_link_then_page_switch_keeps_the_sidebar(page):
     assert at.sidebar.text_area(key="in_text").value == '<b>x</b> y y'
     assert [at.sidebar.number_input(key=f"in_{n}").value for n in ("d_k", "heads", "seed")] \
         == [4, 1, 12345]
+
+
+# ---- the caps themselves: pure checks, no page ------------------------------------------------
+
+def _npy(array) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("make, key", [
+    (lambda: AttentionSpec(tokens=("w",) * MAX_TOKENS, heads=12, d_k=65, d_model=64).validate(),
+     "errors.spec_work"),
+    (lambda: AttentionSpec(tokens=("w",) * 512, heads=16, d_k=1024, d_model=1024).validate(),
+     "errors.spec_work"),
+    # A 64 kB upload (float16 Q and K of 16 x 2048 x 1) asks for 67M attention cells.
+    (lambda: _upload_qkv(np.zeros((16, MAX_TOKENS, 1), np.float16)), "errors.spec_cells"),
+    (lambda: _upload_qkv(np.zeros((12, MAX_TOKENS, 128), np.float16)), "errors.upload_work"),
+    # 2048 x 2048 in float16 is 8 MB: it fits the upload size but not a cell-by-cell chart.
+    (lambda: _upload_matrix(np.full((1, 600, 600), 1 / 600, np.float16)),
+     "errors.upload_matrix_tokens"),
+])
+def test_caps_refuse_with_a_sentence_in_both_languages(make, key):
+    from attention.errors import UserError
+
+    with pytest.raises(UserError) as caught:
+        make()
+    assert caught.value.key == key
+    for lang in ("en", "zh"):
+        text = caught.value.message(lang)
+        assert _is_sentence(text) and _template(key, lang).fullmatch(text), text
+
+
+def _upload_qkv(values):
+    from attention import upload
+
+    table = upload.read_file("q.npy", _npy(values))
+    return upload.qkv(table, table, None)
+
+
+def _upload_matrix(values):
+    from attention import upload
+
+    return upload.attention_matrix(upload.read_file("w.npy", _npy(values)))
+
+
+def test_caps_leave_the_largest_allowed_views_alone():
+    from attention.spec import MAX_WORK
+
+    AttentionSpec(tokens=("w",) * MAX_TOKENS, heads=12, d_k=64, d_model=64).validate()
+    AttentionSpec(tokens=("w",) * 11, heads=16, d_k=1024, d_model=1024).validate()
+    assert 12 * MAX_TOKENS * MAX_TOKENS * 64 <= MAX_WORK           # MiniLM-sized heads pass
+    _upload_qkv(np.zeros((12, 512, 64), np.float32))               # a BERT-base layer
+    _upload_matrix(np.full((1, 512, 512), 1 / 512, np.float32))
+
+
+def test_server_config_suits_a_public_demo():
+    import tomllib
+
+    from attention import upload
+    from tests.apptest import ROOT
+
+    server = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]
+    assert server["enableXsrfProtection"] is True
+    assert server["maxMessageSize"] <= 50                          # MB, both directions
+    # The server's upload cap lets the page's own per-file cap (with its message) speak first.
+    assert upload.MAX_BYTES / 2**20 <= server["maxUploadSize"] <= 50
