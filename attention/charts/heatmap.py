@@ -114,7 +114,8 @@ def _token_axis(axis: CellAxes, which: str, lang: str, show: bool) -> dict:
     if not show:
         return {"axis": alt.Axis(labels=False, ticks=False, title=None, domain=False)}
     return {"axis": alt.Axis(title=_t(lang, f"axis_{which}"), labelExpr=label_expr(labels, rng.start),
-                             labelFontSize=_font(step), labelLimit=90, labelOverlap="greedy",
+                             labelFontSize=_font(step), labelLimit=90,
+                             labelOverlap="greedy" if step < 11 else False,   # room: every label
                              labelAngle=-90 if which == "key" else 0, ticks=False)}
 
 
@@ -334,4 +335,4 @@ def row_chart(frame: pd.DataFrame, tokens: Sequence[str], lang: str = "en") -> a
                   axis=alt.Axis(title=_t(lang, "axis_key_position"), format="d"))
         chart = alt.Chart(frame).mark_line(interpolate="step-after", strokeWidth=1.2).encode(
             x=x, y=y, color=color, tooltip=tooltip)
-    return chart.properties(height=260)
+    return chart.properties(height=340)
