@@ -1,0 +1,51 @@
+"""Take the README's screenshots from a real run: `.venv/bin/python scripts/screenshots.py`.
+
+Starts `streamlit run app.py` on a free port, opens pages in Debian's Chromium and writes
+PNGs to docs/.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from attention.spec import AttentionSpec  # noqa: E402
+from tests.conftest import CHROMIUM_FLAGS, Server, wait_for_app  # noqa: E402
+
+# file -> (page, spec, which chart the picture starts above: index among the page's charts)
+SHOTS = {
+    "heatmap.png": ("Heatmap", AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat")), None),
+    "score_analysis.png": ("Score_analysis", AttentionSpec(d_k=64), 0),
+}
+
+
+def main() -> None:
+    server = Server()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_FLAGS)
+            for name, (path, spec, chart) in SHOTS.items():
+                page = browser.new_page(viewport={"width": 1400, "height": 900})
+                page.goto(f"{server.url}/{path}?{urlencode(spec.to_query())}")
+                wait_for_app(page, timeout=180_000)
+                page.wait_for_timeout(2000)
+                if chart is not None:  # scroll the main area so that chart's section is on top
+                    page.locator('[data-testid="stVegaLiteChart"]').nth(chart).evaluate(
+                        "el => el.scrollIntoView({block: 'start'})")
+                    page.wait_for_timeout(1000)
+                page.screenshot(path=str(ROOT / "docs" / name))
+                page.close()
+                print("wrote", ROOT / "docs" / name)
+            browser.close()
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
