@@ -181,16 +181,23 @@ def color_scale(frame: pd.DataFrame, value: str, shared: bool = True) -> alt.Sca
 
 
 def _numbers(base: alt.Chart, value: str, scale: alt.Scale, step: float) -> alt.Chart:
-    """The value printed in each cell, 2 decimals without the leading zero (".37", "-.05"),
-    white on dark cells. Channels are given as typed objects: altair validates dict-shaped
-    ones (alt.condition) against the schema, which costs ~0.1 s per panel."""
+    """The value printed in each cell (the `label_<value>` column of `cell_labels`), white on
+    dark cells. Channels are given as typed objects: altair validates dict-shaped ones
+    (alt.condition) against the schema, which costs ~0.1 s per panel."""
     lo, hi = scale.domain
     dark = f"datum.{value} > {hi * 0.55}" if value != "difference" else \
         f"abs(datum.{value}) > {hi * 0.6}"
-    return base.mark_text(fontSize=min(10.0, step * 0.55)).transform_calculate(
-        label=f"replace(format(datum.{value}, '.2f'), '0.', '.')",
-    ).encode(text=alt.Text("label:N"),
-             color=alt.ColorValue(value="#1f2430", condition={"test": dark, "value": "white"}))
+    return base.mark_text(fontSize=min(10.0, step * 0.55)).encode(
+        text=alt.Text(f"label_{value}:N"),
+        color=alt.ColorValue(value="#1f2430", condition={"test": dark, "value": "white"}))
+
+
+def cell_labels(frame: pd.DataFrame) -> pd.DataFrame:
+    """frame plus `label_<value>` columns: each value with 2 decimals and no leading zero
+    (".37", "-.05", "1.00"), made here rather than by a Vega expression per cell."""
+    labels = {f"label_{v}": [f"{x:.2f}".replace("0.", ".", 1) if abs(x) < 1 else f"{x:.2f}"
+                             for x in frame[v].to_numpy()] for v in VALUES}
+    return frame.assign(**labels)
 
 
 def panel(axes: CellAxes | BlockAxes, frame: pd.DataFrame, value: str, lang: str, *,
@@ -270,7 +277,7 @@ def _top_level(frame: pd.DataFrame, axes: CellAxes | BlockAxes,
     grids the canvas renderer without per-mark ARIA, which draws thousands of rects faster
     than SVG."""
     if isinstance(axes, CellAxes):
-        props = {"data": frame}
+        props = {"data": cell_labels(frame) if axes.side <= NUMBERS_MAX else frame}
     else:
         props = {"data": block_data(frame)}
     # No per-mark ARIA descriptions: Vega builds one string of every field for each cell
