@@ -1,0 +1,51 @@
+"""Every page runs in both interface languages, and Chinese renders with a CJK font."""
+import shutil
+import subprocess
+
+import pytest
+
+from attention.i18n import LANGUAGES, translate
+from tests.apptest import PAGE_FILES, run_page
+from tests.conftest import wait_for_app
+
+TITLES = {"app.py": "nav.input", "pages/1_Heatmap.py": "nav.heatmap",
+          "pages/2_Score_analysis.py": "nav.scores", "pages/3_Model_heads.py": "nav.model",
+          "pages/4_Is_sharper_better.py": "nav.sharper"}
+
+
+@pytest.fixture
+def short_training(monkeypatch):
+    """The sharper page trains for real; fewer steps keep this language check quick."""
+    from attention import experiment
+
+    for name, value in (("SHARPEN_STEPS", 40), ("SCALING_STEPS", 30), ("EVAL_SIZE", 2048)):
+        monkeypatch.setattr(experiment, name, value)
+
+
+@pytest.mark.parametrize("lang", list(LANGUAGES))
+@pytest.mark.parametrize("path", PAGE_FILES)
+def test_every_page_in_every_language(path, lang, short_training):
+    """A missing key raises KeyError, so no exception means every string was found."""
+    at = run_page(path, lang=lang, tokens="the cat sat on the mat")
+    assert not at.exception
+    assert at.title[0].value == translate(lang, TITLES[path])
+    labels = [w.label for w in at.sidebar.selectbox]
+    assert translate(lang, "sidebar.language") in labels
+
+
+@pytest.mark.browser
+def test_chinese_interface_renders_with_a_cjk_font(server, page):
+    if shutil.which("fc-list"):
+        fonts = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout
+        assert fonts.strip(), "no CJK font installed: Chinese would render as empty boxes"
+    page.goto(f"{server.url}/?lang=zh")
+    wait_for_app(page)
+    heading = page.locator("h1").first
+    assert heading.inner_text().strip() == "输入"
+    # Two different CJK glyphs get real, different widths (missing-glyph boxes are all alike).
+    widths = page.evaluate("""() => {
+        const c = document.createElement('canvas').getContext('2d');
+        c.font = '32px sans-serif';
+        return ['输', '入', '\\u{10FFFD}'].map(ch => c.measureText(ch).width);
+    }""")
+    assert widths[0] > 0 and widths[1] > 0
