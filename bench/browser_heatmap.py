@@ -16,10 +16,12 @@ Two times per load, from an in-page probe (a MutationObserver and a requestAnima
   chart render  that chart's element inserted into the page -> its marks drawn: the cost of
                 the chart itself in the browser (Vega parse, dataflow, rendering).
 Targets (issue 6): the page at n = 2048 within 1.5x of n = 16, and at least 5x faster than
-the one-rect chart at n = 256 (ratio <= 0.2).
+the one-rect chart at n = 256 (ratio <= 0.2), checked on both times. Wall-clock times on a
+shared 2-core machine swing with its load, which the last row reports.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import tempfile
@@ -117,8 +119,10 @@ def measure(urls: dict[str, str], rounds: int) -> dict[str, tuple[float, float]]
             for name, ts in times.items()}
 
 
-def run(rounds: int = 5) -> list[dict]:
+def run(rounds: int = 7) -> list[dict]:
     from tests.conftest import Server
+
+    load = os.getloadavg()
 
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "baseline_heatmap.py"
@@ -136,19 +140,18 @@ def run(rounds: int = 5) -> list[dict]:
     def detail(*names: str) -> str:
         return ", ".join(f"{name} {t[name][0]:.0f}/{t[name][1]:.0f} ms" for name in names)
 
-    rows = []
-    for which, label in ((0, "first paint"), (1, "chart render")):
-        small, rect = t["heatmap n=16"][which], t["one-rect 256"][which]
-        for n in (512, 2048):
-            rows.append(row(f"heatmap page {label}, n={n}", "heatmap page n=16",
-                            t[f"heatmap n={n}"][which] / small, 1.5,
-                            detail(f"heatmap n={n}", "heatmap n=16")))
-        rows.append(row(f"heatmap page {label}, n=2048", "one-rect-per-cell altair, n=256",
-                        t["heatmap n=2048"][which] / rect, 0.2,
-                        detail("heatmap n=2048", "one-rect 256")))
-    rows.append(row("bare page first paint (context)", "one-rect-per-cell altair, n=256",
-                    t["bare page"][0] / t["one-rect 256"][0], 1.0,
-                    detail("bare page", "one-rect 256") + " (first paint/chart render)"))
+    small, rect = t["heatmap n=16"], t["one-rect 256"]
+    rows = [row(f"heatmap page first paint, n={n}", "heatmap page n=16",
+                t[f"heatmap n={n}"][0] / small[0], 1.5, detail(f"heatmap n={n}", "heatmap n=16"))
+            for n in (512, 2048)]
+    rows.append(row("heatmap page first paint, n=2048", "one-rect-per-cell altair page, n=256",
+                    t["heatmap n=2048"][0] / rect[0], 0.2, detail("heatmap n=2048", "one-rect 256")))
+    rows.append(row("heatmap chart render, n=2048", "one-rect-per-cell altair chart, n=256",
+                    t["heatmap n=2048"][1] / rect[1], 0.2, detail("heatmap n=2048", "one-rect 256")))
+    rows.append(row("bare page first paint (context)", "one-rect-per-cell altair page, n=256",
+                    t["bare page"][0] / rect[0], 1.0,
+                    detail("bare page") + f" (first paint/chart render); load average "
+                    f"{load[0]:.1f} -> {os.getloadavg()[0]:.1f}"))
     return rows
 
 
