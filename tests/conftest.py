@@ -119,7 +119,7 @@ def page(chromium):
     context.close()
 
 
-def wait_for_app(page, timeout: float = 90_000) -> None:
+def wait_for_app(page, timeout: float = 180_000) -> None:
     """Wait until Streamlit has connected and finished running the current page's script
     (the same attributes Streamlit's own end-to-end tests wait on)."""
     page.wait_for_selector('[data-testid="stApp"][data-test-connection-state="CONNECTED"]',
