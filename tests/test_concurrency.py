@@ -67,6 +67,8 @@ async def one_session(browser, base: str, i: int, start: asyncio.Event) -> dict:
 
     spec = SPECS[i]
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(TIMEOUT)                 # 8 sessions share 2 busy cores
+    context.set_default_navigation_timeout(TIMEOUT)
     try:
         page = await context.new_page()
         await start.wait()                               # every session opens at once
@@ -116,21 +118,26 @@ async def all_sessions(base: str) -> list:
             await browser.close()
 
 
-def poll_health(url: str, stop: threading.Event, answers: list) -> None:
+def poll_health(url: str, stop: threading.Event, answers: list, waits: list) -> None:
+    """GET /_stcore/health every 0.25 s. The timeout is generous: on a 2-core test box the
+    server shares the cores with 8 Chromium renderers, and a slow answer is not a refusal."""
     while not stop.is_set():
+        began = time.monotonic()
         try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=10) as r:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=60) as r:
                 answers.append(r.status)
         except OSError as err:      # HTTPError, refused, timed out: all count as failures
             answers.append(repr(err))
+        waits.append(time.monotonic() - began)
         stop.wait(0.25)
 
 
 def test_eight_concurrent_sessions_each_see_their_own_view(server, chromium):
     # `chromium` only to skip (or fail under CI) like every browser test when none exists.
     assert shutil.which("chromium") or shutil.which("chromium-browser")
-    answers, stop = [], threading.Event()
-    poller = threading.Thread(target=poll_health, args=(server.url, stop, answers), daemon=True)
+    answers, waits, stop = [], [], threading.Event()
+    poller = threading.Thread(target=poll_health, args=(server.url, stop, answers, waits),
+                              daemon=True)
     results = []
     runner = threading.Thread(
         target=lambda: results.append(asyncio.run(all_sessions(server.url))), daemon=True)
@@ -148,7 +155,8 @@ def test_eight_concurrent_sessions_each_see_their_own_view(server, chromium):
     for i, (spec, seen) in enumerate(zip(SPECS, results[0])):
         own = f"session {i}"
         assert seen["metrics"] == expected_metrics(spec), own
-        assert seen["box"] == seen["heatmap_box"] == tokens_to_text(spec.tokens), own
+        assert seen["box"] == tokens_to_text(spec.tokens), (own, "Input page", seen)
+        assert seen["heatmap_box"] == tokens_to_text(spec.tokens), (own, "Heatmap page", seen)
         assert AttentionSpec.from_query(seen["url"]) == spec, own
         assert seen["labels"][:spec.n] == list(spec.tokens), own          # query axis
         weights = analyze(spec).scaled.weights[0]                          # head 0 of its spec
@@ -159,3 +167,5 @@ def test_eight_concurrent_sessions_each_see_their_own_view(server, chromium):
     # The server answered its health check throughout, and was polled throughout.
     assert len(answers) >= 4, answers
     assert all(a == 200 for a in answers), [a for a in answers if a != 200][:5]
+    print(f"\nhealth: {len(answers)} polls, all 200; slowest answer {max(waits):.2f} s, "
+          f"median {sorted(waits)[len(waits) // 2]:.3f} s")

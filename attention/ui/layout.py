@@ -59,6 +59,7 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
     st.set_page_config(page_title=f"{t(title_key)} · Attention Explorer",
                        page_icon=":material/grid_on:", layout="wide")
     draft = _sidebar()
+    state.sidebar_drawn(title_key)
     share_slot = st.sidebar.container()
     for problem in url_problems:
         st.warning(message(problem), icon=":material/link_off:")

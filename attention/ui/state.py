@@ -48,11 +48,16 @@ def keep_across_pages(page: str) -> None:
     Streamlit 1.67 mounts a persist_state="session" widget at its default on the first page
     switch when its value came from st.session_state (a sidebar seeded from a shared link)
     rather than from the user: a deep link followed by a click on another page showed an
-    empty token box. Writing the values back before the widgets are drawn makes them stick."""
+    empty token box. Writing the values back before the widgets are drawn makes them stick.
+    Call sidebar_drawn(page) once the widgets are out: until then (a run interrupted before
+    it got there) every run of the page writes them back again."""
     if st.session_state.get(PAGE) != page:
         for key in (LANG_KEY, TEXT, FMT, *(KEY + name for name in SPEC_FIELDS)):
             if key in st.session_state:
                 st.session_state[key] = st.session_state[key]
+
+
+def sidebar_drawn(page: str) -> None:
     st.session_state[PAGE] = page
 
 
