@@ -15,7 +15,8 @@ from ..spec import AttentionSpec
 _HASH = {AttentionSpec: lambda spec: tuple(sorted(spec.to_query().items()))}
 
 
-@st.cache_resource(max_entries=6, ttl="1h", show_spinner=False, hash_funcs=_HASH)
+# At the token limit one Analysis holds ~0.8 GB: three entries bound the cache to ~2.5 GB.
+@st.cache_resource(max_entries=3, ttl="1h", show_spinner=False, hash_funcs=_HASH)
 def analysis(spec: AttentionSpec) -> Analysis:
     return analyze(spec)
 
