@@ -146,19 +146,14 @@ def _clip(token: str, width: int) -> str:
     return token if len(token) <= width else token[: width - 1] + "…"
 
 
-POOLED_COLUMNS = ["head", "query_block", "key_block", "query_start", "query_stop",
-                  "key_start", "key_stop", "query_range", "key_range", "query_tokens",
-                  "key_tokens", "cells", "weight", "unscaled_weight", "difference"]
-
-
-def pooled_cells(a: Analysis, heads: list[int], max_blocks: int, how: str = "max") -> pd.DataFrame:
-    """One row per (head, query block, key block) with the block's pooled weights.
+def pooled_matrices(a: Analysis, heads: list[int], max_blocks: int,
+                    how: str = "max") -> tuple[dict[str, torch.Tensor], Blocks]:
+    """The three heatmap panels of some heads, pooled: {"weight", "unscaled_weight",
+    "difference"} -> (h, b, b), NaN for a block with no allowed cell.
 
     weight / unscaled_weight: the scaled / unscaled attention pooled with `how`; difference:
     the difference matrix (scaled - unscaled) pooled on its own ("extreme" when how is "max",
-    since max(w) - max(u) is not the largest change). start/stop are positions (stop
-    exclusive); blocks with only masked cells are left out, like masked cells in frames.cells.
-    """
+    since max(w) - max(u) is not the largest change)."""
     if how not in HOWS:
         raise ValueError(f"how must be one of {HOWS}, got {how!r}")
     h = torch.tensor(heads, dtype=torch.long)
@@ -166,7 +161,21 @@ def pooled_cells(a: Analysis, heads: list[int], max_blocks: int, how: str = "max
     pw, blocks = pool(w, max_blocks, how, a.mask)                        # (h, b, b)
     pu, _ = pool(u, max_blocks, how, a.mask)                             # (h, b, b)
     pd_, _ = pool(w - u, max_blocks, "extreme" if how == "max" else how, a.mask)
-    b = blocks.count
+    return {"weight": pw, "unscaled_weight": pu, "difference": pd_}, blocks
+
+
+POOLED_COLUMNS = ["head", "query_block", "key_block", "query_start", "query_stop",
+                  "key_start", "key_stop", "query_range", "key_range", "query_tokens",
+                  "key_tokens", "cells", "weight", "unscaled_weight", "difference"]
+
+
+def pooled_cells(a: Analysis, heads: list[int], max_blocks: int, how: str = "max") -> pd.DataFrame:
+    """One row per (head, query block, key block) with the block's pooled weights (see
+    pooled_matrices). start/stop are positions (stop exclusive); blocks with only masked
+    cells are left out, like masked cells in frames.cells."""
+    pooled, blocks = pooled_matrices(a, heads, max_blocks, how)
+    pw, pu, pd_ = (pooled[v] for v in ("weight", "unscaled_weight", "difference"))
+    h, b = torch.tensor(heads, dtype=torch.long), blocks.count
     hh, qb, kb = torch.meshgrid(h, torch.arange(b), torch.arange(b), indexing="ij")
     frame = pd.DataFrame({
         "head": hh.flatten().numpy(),

@@ -1,18 +1,23 @@
 """Heatmap chart builders: data equal to the analysis, positions not token text, no NaN."""
+import base64
+import io
 import json
 import math
 import re
 
 import altair as alt
+import numpy as np
 import pandas as pd
 import pytest
 import torch
+from PIL import Image
 
 from attention import frames
 from attention.analysis import analyze
 from attention.charts import heatmap as charts
 from attention.export import chart_spec
-from attention.pooling import blocks_for, pooled_cells
+from attention.charts.colors import colorize
+from attention.pooling import blocks_for, pooled_cells, pooled_matrices
 from attention.spec import AttentionSpec
 
 CAT = AttentionSpec(tokens=tuple("the cat sat on the mat".split()), heads=2, d_k=8, d_model=16)
@@ -139,26 +144,67 @@ def test_causal_zoom_window_has_no_nan_and_keeps_empty_columns():
     assert eval_label_expr(panels(spec)[0]["encoding"]["x"]["axis"]["labelExpr"], 8) == "t8"
 
 
-def pooled_chart(a, max_blocks=16, how="max", box=None):
+def pooled_grid(a, max_blocks=16, how="max"):
     frame = pooled_cells(a, [0], max_blocks, how)
-    axes = charts.block_axes(blocks_for(a.n, max_blocks), how)
-    return frame, charts.comparison_chart(frame, axes, box=box)
+    return charts.heads_grid_chart(frame, charts.block_axes(blocks_for(a.n, max_blocks), how))
 
 
-def test_pooled_overview_is_small_numeric_and_matches_pooling():
+def overview(a, max_blocks=64, how="max", box=None, shared=True):
+    pooled, blocks = pooled_matrices(a, [0], max_blocks, how)
+    images = charts.overview_images({v: m[0].numpy() for v, m in pooled.items()}, shared)
+    return pooled, images, charts.overview_chart(images, charts.block_axes(blocks, how), box=box,
+                                                 shared=shared)
+
+
+def png_pixels(url: str) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
+
+
+def test_overview_is_one_image_per_panel_coloured_from_the_pooled_matrix():
     a = analyze(AttentionSpec(tokens=tuple(f"t{i}" for i in range(300)), heads=1, causal=True))
-    frame, chart = pooled_chart(a, 64, box=(10, 26, 0, 16))
+    pooled, images, chart = overview(a, 64, box=(10, 26, 0, 16))
     spec = spec_of(chart)
-    data = data_of(spec)
-    assert len(data) <= 64 * 64 and len(data) == len(frame)
-    assert not data.isna().any().any()
-    assert set(data.columns) == set(charts.BLOCK_COLUMNS)             # compact, no extra columns
-    pd.testing.assert_series_equal(data["weight"], frame["weight"].astype("float32"),
-                                   check_names=False, atol=1e-7, check_dtype=False)
     assert spec["usermeta"]["embedOptions"]["renderer"] == "canvas"
-    box = spec["hconcat"][0]["layer"][-1]
-    assert box["mark"]["stroke"] == charts.BOX_COLOR
-    assert spec["datasets"][box["data"]["name"]] == [{"q0": 10, "q1": 26, "k0": 0, "k1": 16}]
+    top = float(torch.stack([pooled["weight"], pooled["unscaled_weight"]]).nan_to_num(0).max())
+    for value, entry in zip(charts.VALUES, spec["hconcat"]):
+        image, legend, box = entry["layer"]
+        assert image["mark"]["type"] == "image" and image["mark"]["url"] == images[value]["url"]
+        span = spec["datasets"][image["data"]["name"]]
+        assert span == [{"key_start": 0, "key_stop": 300, "query_start": 0, "query_stop": 300}]
+        assert image["encoding"]["y"]["scale"]["reverse"] is True   # query 0 at the top
+        pixels = png_pixels(images[value]["url"])                  # (60, 60, 4): blocks of 5
+        matrix = pooled[value][0].numpy()
+        assert pixels.shape == (60, 60, 4)
+        assert ((pixels[..., 3] == 0) == np.isnan(matrix)).all()  # masked blocks transparent
+        lo, hi = images[value]["domain"]
+        if value == "difference":
+            assert lo == -hi and hi == pytest.approx(float(np.nanmax(np.abs(matrix))), rel=1e-6)
+        else:
+            assert (lo, hi) == (0.0, pytest.approx(top, rel=1e-6))
+        np.testing.assert_array_equal(pixels, colorize(matrix, (lo, hi), images[value]["scheme"]))
+        assert legend["encoding"]["color"]["scale"]["domain"] == [lo, hi]
+        assert (legend["encoding"]["color"]["legend"] is None) == (value == "weight")
+        assert box["mark"]["stroke"] == charts.BOX_COLOR
+        assert spec["datasets"][box["data"]["name"]] == [{"q0": 10, "q1": 26, "k0": 0, "k1": 16}]
+
+
+def test_overview_draws_as_vega_would_draw_the_rects():
+    """vl-convert's Vega draws the overview image where one rect per block would be drawn,
+    in the same colours (the image replaces the rects; nothing moves or changes colour)."""
+    import vl_convert as vlc
+
+    a = analyze(AttentionSpec(tokens=tuple(f"t{i}" for i in range(40)), heads=1))
+    pooled, images, chart = overview(a, 8)
+    frame = pooled_cells(a, [0], 8, "max")
+    rects = charts.comparison_chart(frame, charts.block_axes(blocks_for(40, 8), "max"))
+    drawn = [np.asarray(Image.open(io.BytesIO(vlc.vegalite_to_png(spec_of(c), scale=1))))
+             for c in (chart, rects)]
+    assert drawn[0].shape == drawn[1].shape
+    # The band of the three panels: the same blocks in the same colours; only block edges
+    # (anti-aliasing) differ, in a few percent of the pixels.
+    band = [d[30:275, :, :3].astype(int) for d in drawn]
+    off = np.abs(band[0] - band[1]).max(axis=-1)                          # (h, w)
+    assert band[0].std() > 10 and off.mean() < 2 and (off > 10).mean() < 0.05
 
 
 def test_pooled_data_ships_labels_as_dictionaries():
@@ -206,7 +252,7 @@ def test_fast_spec_draws_exactly_what_the_validated_spec_draws(cat):
     charts_ = [
         charts.comparison_chart(frames.cells(cat, heads=[0]),
                                 charts.cell_axes(cat.tokens, range(6), range(6))),
-        pooled_chart(a, 8, box=(8, 24, 0, 16))[1],
+        pooled_grid(a, 8),
         charts.heads_grid_chart(frames.cells(cat), charts.cell_axes(cat.tokens, range(6), range(6))),
     ]
     for chart in charts_:

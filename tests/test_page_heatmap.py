@@ -1,19 +1,23 @@
 """The Heatmap page in AppTest: its charts carry exactly the analysis' numbers."""
+import base64
 import io
 import json
+import math
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
 import torch
+from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 from attention import frames
 from attention.analysis import analyze
-from attention.charts.heatmap import BLOCK_COLUMNS
-from attention.pooling import pooled_cells
+from attention.charts.colors import colorize
+from attention.charts.heatmap import VALUES
 from attention.spec import AttentionSpec
-from attention.ui.heatmap_view import DEFAULT_WINDOW, OVERVIEW_BLOCKS
+from attention.ui.heatmap_view import DEFAULT_WINDOW
 from tests.conftest import ROOT
 from tests.test_charts_heatmap import eval_label_expr
 
@@ -97,23 +101,72 @@ def test_all_heads_grid_and_follow_one_query():
                                                 f"{float(a.unscaled.weights[1, 4].max()):.3f}"]
 
 
-def test_2048_tokens_use_the_pooled_overview_with_a_notice_and_small_data():
+def overview(at: AppTest) -> tuple[dict[str, np.ndarray], list[dict]]:
+    """The first chart's panel images ({value: (b, b, 4) RGBA}) and its zoom outline rows."""
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    images = {}
+    for value, panel in zip(VALUES, spec["hconcat"]):
+        url = panel["layer"][0]["mark"]["url"]
+        images[value] = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
+    (box,) = [d for d in datasets(at)[0] if "q0" in d.columns]
+    return images, box.to_dict("records")
+
+
+def block_value(m: torch.Tensor, q: range, k: range, how: str, causal: bool) -> float:
+    """One block of an (n, n) matrix pooled by hand (NaN when the mask forbids every cell)."""
+    cells = [float(m[i, j]) for i in q for j in k if not causal or j <= i]
+    if not cells:
+        return math.nan
+    if how == "mean":
+        return sum(cells) / len(cells)
+    return max(cells, key=abs) if how == "extreme" else max(cells)
+
+
+def assert_overview_matches(images, a, head: int, how: str, causal: bool, picks) -> None:
+    """Sampled blocks of each panel image have the colour of that block pooled by hand."""
+    side = images["weight"].shape[0]
+    size = math.ceil(a.n / side)
+    w, u = a.scaled.weights[head], a.unscaled.weights[head]
+    shared_top = max(float(w.max()), float(u.max()))         # max pooling keeps the global max
+    for bq, bk in picks:
+        q = range(bq * size, min(a.n, (bq + 1) * size))
+        k = range(bk * size, min(a.n, (bk + 1) * size))
+        expected = {"weight": block_value(w, q, k, how, causal),
+                    "unscaled_weight": block_value(u, q, k, how, causal),
+                    "difference": block_value(w - u, q, k, "extreme" if how == "max" else how,
+                                              causal)}
+        for value, image in images.items():
+            pixel = image[bq, bk]
+            if math.isnan(expected[value]):
+                assert pixel[3] == 0                          # no allowed cell: transparent
+                continue
+            if how == "max" and value != "difference":
+                domain = (0.0, shared_top)
+            else:
+                continue                                      # mean / difference: own domains
+            colour = colorize(np.array([[expected[value]]]), domain, "blues")[0, 0]
+            np.testing.assert_allclose(pixel, colour, atol=1)
+
+
+def test_2048_tokens_draw_an_overview_image_with_a_notice_and_a_zoom_window():
     spec = AttentionSpec(tokens=tuple(f"w{i % 97}" for i in range(2048)), heads=1, d_k=8,
                          d_model=16, causal=True)
     at = open_page(spec, hm_q="1000", hm_k="990")
     assert not at.exception and not at.error
-    assert any("2,048 tokens" in info.value and "40 × 40" in info.value and "52 × 52" in info.value
-               and "only 20 positions" in info.value for info in at.info)   # 39 x 52 + 20
-    (box, overview), (zoom,) = [sorted(ds, key=len) for ds in datasets(at)]
-    assert len(overview) <= OVERVIEW_BLOCKS ** 2 and set(overview.columns) == set(BLOCK_COLUMNS)
-    assert box.to_dict("records") == [{"q0": 1000, "q1": 1000 + DEFAULT_WINDOW,
-                                       "k0": 990, "k1": 990 + DEFAULT_WINDOW}]
+    assert any("2,048 tokens" in info.value and "256 × 256" in info.value
+               and "8 × 8" in info.value for info in at.info)
+    images, box = overview(at)
+    assert all(image.shape == (256, 256, 4) for image in images.values())
+    assert box == [{"q0": 1000, "q1": 1000 + DEFAULT_WINDOW, "k0": 990, "k1": 990 + DEFAULT_WINDOW}]
     a = analyze(spec)
-    expected = pooled_cells(a, [0], OVERVIEW_BLOCKS, "max")
-    assert len(overview) == len(expected)                     # blocks above the diagonal dropped
-    torch.testing.assert_close(torch.tensor(overview["weight"].to_numpy()),
-                               torch.tensor(expected["weight"].to_numpy()))
+    # Causal: blocks wholly above the diagonal are transparent, the diagonal's are drawn.
+    alpha = images["weight"][..., 3]
+    assert (alpha[np.triu_indices(256, k=1)] == 0).all() and (alpha[np.tril_indices(256)] == 255).all()
+    rng = np.random.default_rng(1)
+    picks = [(0, 0), (255, 255), (255, 0), (3, 200), *rng.integers(0, 256, (40, 2)).tolist()]
+    assert_overview_matches(images, a, 0, "max", True, picks)
     # The zoom window is every cell of queries 1000-1015 x keys 990-1005 (causal: k <= q).
+    (zoom,) = datasets(at)[1]
     assert len(zoom) == sum(1 for q in range(1000, 1016) for k in range(990, 1006) if k <= q)
     assert_cells_match(zoom, a, head=0)
     assert set(zoom["query_pos"]) == set(range(1000, 1016))
@@ -126,18 +179,43 @@ def test_2048_tokens_use_the_pooled_overview_with_a_notice_and_small_data():
             == [spec.tokens[p] for p in enc["scale"]["domain"]]
 
 
-def test_zoom_and_pooling_choice_are_widgets_kept_in_the_url():
+def test_up_to_256_tokens_the_overview_has_a_pixel_per_cell_and_no_pooling():
     spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(100)), heads=1)
+    at = open_page(spec)
+    assert not at.exception
+    assert any("one pixel per cell" in info.value for info in at.info)
+    assert not at.get("segmented_control") or all(c.key != "view_hm_pool"
+                                                  for c in at.get("segmented_control"))
+    images, _ = overview(at)
+    a = analyze(spec)
+    w = a.scaled.weights[0]
+    top = max(float(w.max()), float(a.unscaled.weights[0].max()))
+    expected = colorize(w.numpy(), (0.0, top), "blues")
+    assert images["weight"].shape == (100, 100, 4)
+    np.testing.assert_allclose(images["weight"], expected, atol=1)
+
+
+def test_zoom_and_pooling_choice_are_widgets_kept_in_the_url():
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(300)), heads=1)
     at = open_page(spec)
     at.number_input(key="view_hm_q").set_value(50).run()
     at.segmented_control(key="view_hm_pool").set_value("mean").run()
     assert not at.exception
     assert at.query_params["hm_q"] == "50" and at.query_params["hm_pool"] == "mean"
-    assert any("mean" in info.value for info in at.info)
-    (_, overview), (zoom,) = [sorted(ds, key=len) for ds in datasets(at)]
+    assert any("mean" in info.value and "150 × 150" in info.value for info in at.info)
+    images, box = overview(at)
+    assert images["weight"].shape == (150, 150, 4) and box[0]["q0"] == 50
+    # Mean pooling: a block's colour is its mean's, on the scale of the pooled means.
     a = analyze(spec)
-    assert overview["weight"].to_numpy() == pytest.approx(
-        pooled_cells(a, [0], OVERVIEW_BLOCKS, "mean")["weight"].to_numpy(), abs=1e-6)
+    w, u = a.scaled.weights[0], a.unscaled.weights[0]
+    means = w.reshape(150, 2, 150, 2).mean(dim=(1, 3))
+    top = max(float(means.max()), float(u.reshape(150, 2, 150, 2).mean(dim=(1, 3)).max()))
+    for bq, bk in [(0, 0), (7, 120), (149, 3)]:
+        assert block_value(w, range(2 * bq, 2 * bq + 2), range(2 * bk, 2 * bk + 2), "mean",
+                           False) == pytest.approx(float(means[bq, bk]), abs=1e-6)
+        colour = colorize(np.array([[float(means[bq, bk])]]), (0.0, top), "blues")[0, 0]
+        np.testing.assert_allclose(images["weight"][bq, bk], colour, atol=1)
+    (zoom,) = datasets(at)[1]
     assert set(zoom["query_pos"]) == set(range(50, 50 + DEFAULT_WINDOW))
 
 

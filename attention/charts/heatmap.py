@@ -1,15 +1,17 @@
 """Charts of the Heatmap page: the attention matrix, scaled vs unscaled, and their difference.
 
-Two kinds of grid, both drawn by the same builders:
+Three kinds of grid (DESIGN.md: one rect per cell costs ~1.6 s at 128 x 128 and ~12.5 s at
+512 x 512 in Chromium, so only small grids are drawn rect by rect):
 
 - cells (`CellAxes`): one rect per (query, key) cell of a window, from `frames.cells`. Axes
   are ordinal on POSITION, labelled with the token text through labelExpr, so repeated
   tokens keep their own row and column; tooltips carry tokens, positions, raw and scaled
   scores and both weights; numbers are printed in the cells when the grid is small.
 - blocks (`BlockAxes`): one rect per pooled block, from `pooling.pooled_cells`, spanning its
-  [start, stop) positions on a quantitative 0..n axis; drawn on a canvas. This is the
-  overview that keeps 2048 tokens as fast to show as 16 (DESIGN.md: one rect per cell costs
-  ~1.6 s at 128 x 128 and ~12.5 s at 512 x 512 in Chromium).
+  [start, stop) positions on a quantitative 0..n axis, on a canvas (the all-heads grid).
+- overview images (`overview_chart`): each panel one PNG of up to 256 x 256 pooled blocks,
+  coloured in numpy exactly as Vega colours the rects (charts.colors), on the same 0..n axes.
+  This is what keeps 2048 tokens as fast to show as 16.
 
 Colour: the scaled and unscaled panels share one sequential scale (same explicit domain and
 scheme), the difference panel has a diverging scale centred on 0. No streamlit here; labels
@@ -23,10 +25,12 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from ..i18n import translate
 from ..pooling import Blocks
+from . import colors
 
 VALUES = ("weight", "unscaled_weight", "difference")   # the three panels, left to right
 WEIGHT_SCHEME, DIFF_SCHEME = "blues", "redblue"
@@ -201,38 +205,39 @@ def cell_labels(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def panel(axes: CellAxes | BlockAxes, frame: pd.DataFrame, value: str, lang: str, *,
-          show_y: bool = True, legend: bool = True, shared: bool = True, size: int = PANEL,
-          box: tuple[int, int, int, int] | None = None) -> alt.LayerChart:
-    """One heatmap panel (no data attached: the caller's concat carries it).
-
-    box: (query_start, query_stop, key_start, key_stop) outlined on a pooled overview."""
+          show_y: bool = True, legend: bool = True, shared: bool = True,
+          size: int = PANEL) -> alt.LayerChart:
+    """One heatmap panel (no data attached: the caller's concat carries it)."""
     scale = color_scale(frame, value, shared)
     base = alt.Chart().encode(**_xy(axes, lang, show_y))
-    rects = base.mark_rect().encode(
-        color=alt.Color(f"{value}:Q", scale=scale,
-                        legend=alt.Legend(title=_t(lang, _legend_key(value, shared)), orient="bottom",
-                                          direction="horizontal", gradientLength=size * 0.6,
-                                          titleOrient="left", titleBaseline="middle")
-                        if legend else None),
-        tooltip=_tooltip(axes, lang),
-    )
+    rects = base.mark_rect().encode(color=_color(value, scale, lang, shared, legend, size),
+                                    tooltip=_tooltip(axes, lang))
     layers = [rects]
     if isinstance(axes, CellAxes) and axes.side <= NUMBERS_MAX:
         layers.append(_numbers(base, value, scale, size / axes.side))
-    if box is not None and isinstance(axes, BlockAxes):
-        q0, q1, k0, k1 = box
-        layers.append(alt.Chart(alt.InlineData(values=[{"q0": q0, "q1": q1, "k0": k0, "k1": k1}]))
-                      .mark_rect(fill=None, stroke=BOX_COLOR, strokeWidth=2)
-                      .encode(x="k0:Q", x2="k1:Q", y="q0:Q", y2="q1:Q"))
     return alt.layer(*layers, width=size, height=size, title=_t(lang, f"panel_{value}"))
 
 
-def _legend_key(value: str, shared: bool) -> str:
-    return "legend_shared" if shared and value == "unscaled_weight" else f"legend_{value}"
+def _color(value: str, scale: alt.Scale, lang: str, shared: bool, legend: bool,
+           size: int) -> alt.Color:
+    """The colour channel of a panel, with its horizontal legend below (or none)."""
+    title = "legend_shared" if shared and value == "unscaled_weight" else f"legend_{value}"
+    return alt.Color(f"{value}:Q", scale=scale,
+                     legend=alt.Legend(title=_t(lang, title), orient="bottom",
+                                       direction="horizontal", gradientLength=size * 0.6,
+                                       titleOrient="left", titleBaseline="middle")
+                     if legend else None)
+
+
+def _box_layer(box: tuple[int, int, int, int]) -> alt.Chart:
+    """The zoom window (query_start, query_stop, key_start, key_stop) outlined on an overview."""
+    q0, q1, k0, k1 = box
+    return (alt.Chart(alt.InlineData(values=[{"q0": q0, "q1": q1, "k0": k0, "k1": k1}]))
+            .mark_rect(fill=None, stroke=BOX_COLOR, strokeWidth=2)
+            .encode(x="k0:Q", x2="k1:Q", y="q0:Q", y2="q1:Q"))
 
 
 def comparison_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, lang: str = "en", *,
-                     box: tuple[int, int, int, int] | None = None,
                      shared: bool = True, canvas: bool | None = None) -> alt.HConcatChart:
     """Scaled | unscaled (one shared colour scale) | difference (diverging, centred on 0).
 
@@ -242,13 +247,57 @@ def comparison_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, lang: str 
     canvas (None: for pooled or large grids; a zoom window next to an overview asks for it,
     since an SVG chart's synchronous drawing delays the overview's first paint)."""
     panels = [
-        panel(axes, frame, "weight", lang, legend=not shared, shared=shared, box=box),
-        panel(axes, frame, "unscaled_weight", lang, show_y=False, shared=shared, box=box),
-        panel(axes, frame, "difference", lang, show_y=False, box=box),
+        panel(axes, frame, "weight", lang, legend=not shared, shared=shared),
+        panel(axes, frame, "unscaled_weight", lang, show_y=False, shared=shared),
+        panel(axes, frame, "difference", lang, show_y=False),
     ]
     independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))
     return alt.hconcat(*panels, spacing=12, resolve=independent,
                        **_top_level(frame, axes, canvas))
+
+
+def overview_images(pooled: dict[str, np.ndarray], shared: bool = True) -> dict[str, dict]:
+    """Each panel of a pooled overview as a PNG: {value: {"url", "domain", "scheme"}}.
+
+    pooled: {"weight", "unscaled_weight", "difference"} -> (b, b) pooled matrix of one head
+    (pooling.pooled_matrices), NaN for empty blocks (drawn transparent). Colours: the scales
+    of `color_scale`, mapped as Vega maps them (charts.colors), so the legend is right."""
+    frame = pd.DataFrame({v: np.asarray(pooled[v], dtype=np.float64).ravel() for v in VALUES})
+    images = {}
+    for value in VALUES:
+        scale = color_scale(frame, value, shared)
+        domain = (float(scale.domain[0]), float(scale.domain[-1]))
+        rgba = colors.colorize(pooled[value], domain, scale.scheme)          # (b, b, 4)
+        images[value] = {"url": colors.png_data_url(rgba), "domain": domain, "scheme": scale.scheme}
+    return images
+
+
+def overview_chart(images: dict[str, dict], axes: BlockAxes, lang: str = "en", *,
+                   box: tuple[int, int, int, int] | None = None,
+                   shared: bool = True) -> alt.HConcatChart:
+    """Scaled | unscaled | difference of a pooled overview, each panel one image (from
+    `overview_images`) spanning positions 0..n on both axes, with its colour legend and the
+    zoom window outlined. One image mark per panel instead of one rect per block: at 256 x 256
+    blocks the browser draws it in a fraction of the time 40 x 40 rects took."""
+    span = alt.InlineData(values=[{"key_start": 0, "key_stop": axes.n,
+                                   "query_start": 0, "query_stop": axes.n}])
+    panels = []
+    for i, value in enumerate(VALUES):
+        image = images[value]
+        lo, hi = image["domain"]
+        scale = alt.Scale(scheme=image["scheme"], domain=[lo, hi],
+                          **({"domainMid": 0} if value == "difference" else {}))
+        picture = alt.Chart(span).mark_image(url=image["url"], aspect=False, smooth=False) \
+            .encode(**_xy(axes, lang, show_y=i == 0))
+        # The legend comes from a colour channel: two invisible points at the domain's ends.
+        legend = alt.Chart(alt.InlineData(values=[{value: lo}, {value: hi}])) \
+            .mark_point(opacity=0, size=0) \
+            .encode(color=_color(value, scale, lang, shared, value != "weight" or not shared, PANEL))
+        layers = [picture, legend] + ([_box_layer(box)] if box is not None else [])
+        panels.append(alt.layer(*layers, width=PANEL, height=PANEL, title=_t(lang, f"panel_{value}")))
+    independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))
+    return alt.hconcat(*panels, spacing=12, resolve=independent, usermeta=CANVAS,
+                       config=alt.Config(mark=alt.MarkConfig(aria=False)))
 
 
 def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, value: str = "weight",
@@ -297,6 +346,8 @@ def fast_spec(chart: alt.TopLevelMixin) -> dict:
     is validated by the tests instead. The top-level DataFrame stays a DataFrame, as the
     dataset "cells", for Streamlit to ship as Arrow (st.vega_lite_chart moves it out of the
     spec), so no row limit or JSON conversion applies."""
+    if not isinstance(chart.data, pd.DataFrame):
+        return chart.to_dict(validate=False)
     bare = chart.copy(deep=False)
     bare.data = alt.NamedData(name="cells")
     spec = bare.to_dict(validate=False)

@@ -20,13 +20,14 @@ import streamlit as st
 from .. import frames
 from ..analysis import Analysis
 from ..charts import heatmap as charts
-from ..pooling import HOWS, blocks_for, pooled_cells, window
+from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window
 from .export import chart_buttons, csv_button
 from .state import view_widget
 from .text import lang, t
 
 DETAIL_MAX = 64        # up to this many tokens every cell is drawn (3 x 4096 rects at most)
-OVERVIEW_BLOCKS = 40   # a pooled overview has at most 40 x 40 blocks (~6 px each on a 250 px panel)
+OVERVIEW_BLOCKS = 256  # an overview image has at most 256 x 256 blocks (~1 px each on a 250 px panel)
+GRID_BLOCKS = 40       # the all-heads grid draws rects: at most 40 x 40 blocks per head
 GRID_ROWS = 16384      # the all-heads grid never carries more rows than this
 WINDOWS = (16, 24, 32, 48, 64)
 DEFAULT_WINDOW = 16    # 16 x 16: every label fits and the weights are printed in the cells
@@ -46,6 +47,13 @@ def _fingerprint(analysis: Analysis) -> tuple:
 def _pooled(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: str):
     """pooled_cells, cached: moving the zoom window does not pool the matrix again."""
     return pooled_cells(analysis, list(heads), max_blocks, how)
+
+
+@st.cache_data(max_entries=32, show_spinner=False, hash_funcs={Analysis: _fingerprint})
+def _overview_images(analysis: Analysis, head: int, how: str, shared: bool) -> dict[str, dict]:
+    """The overview's three PNGs, cached: moving the zoom window only moves its outline."""
+    pooled, _ = pooled_matrices(analysis, [head], OVERVIEW_BLOCKS, how)   # each (1, b, b)
+    return charts.overview_images({v: m[0].numpy() for v, m in pooled.items()}, shared)
 
 
 def show(chart: alt.TopLevelMixin, width: str = "content") -> None:
@@ -96,8 +104,9 @@ def _flag(raw: str) -> bool:
 def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> None:
     """Scaled and unscaled attention of one head with one colour scale, and their difference.
 
-    Up to DETAIL_MAX tokens every cell is drawn; beyond, a pooled overview of at most
-    OVERVIEW_BLOCKS x OVERVIEW_BLOCKS blocks plus a zoom window drawn cell by cell."""
+    Up to DETAIL_MAX tokens every cell is drawn; beyond, an overview image per panel (one
+    pixel per cell up to OVERVIEW_BLOCKS tokens, pooled blocks past that) plus a zoom window
+    drawn cell by cell, with labels and tooltips."""
     left, right = st.columns([3, 1], vertical_alignment="center")
     left.caption(t("heatmap.compare_caption"))
     with right:
@@ -107,15 +116,14 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     if n <= DETAIL_MAX:
         _draw_cells(analysis, head, range(n), range(n), key_prefix, shared)
         return
-    how = _pool_picker(key_prefix)
     blocks = blocks_for(n, OVERVIEW_BLOCKS)
+    how = _pool_picker(key_prefix) if blocks.size > 1 else "max"   # one cell a block: no choice
     _pooled_notice(n, blocks, how, "hint_zoom")
     overview_slot, zoom_title = st.container(), st.empty()
     queries, keys = _zoom_controls(n, key_prefix)          # below the overview it outlines
-    overview = _pooled(analysis, (head,), OVERVIEW_BLOCKS, how)
     box = (queries.start, queries.stop, keys.start, keys.stop)
-    chart = charts.comparison_chart(overview, charts.block_axes(blocks, how), lang(), box=box,
-                                    shared=shared)
+    chart = charts.overview_chart(_overview_images(analysis, head, how, shared),
+                                  charts.block_axes(blocks, how), lang(), box=box, shared=shared)
     with overview_slot:
         show(chart)
         chart_buttons(chart, f"{key_prefix}_overview_head{head}")
@@ -168,7 +176,12 @@ def _pool_picker(key_prefix: str) -> str:
 
 
 def _pooled_notice(n: int, blocks, how: str, hint: str) -> None:
-    """Say that (and how) the view is pooled: block count and size, max or mean, uneven edge."""
+    """Say that (and how) the view is pooled: block count and size, max or mean, uneven edge;
+    or, with blocks of one cell, that the overview shows every cell as a pixel."""
+    if blocks.size == 1:
+        st.info(t("heatmap.pixels_notice", n=f"{n:,}") + " " + t(f"heatmap.{hint}"),
+                icon=":material/grid_view:")
+        return
     last = blocks.stop(blocks.count - 1) - blocks.start(blocks.count - 1)
     uneven = t("heatmap.pooled_uneven", last=last) if last != blocks.size else ""
     st.info(t("heatmap.pooled_notice", n=f"{n:,}", b=blocks.count, size=blocks.size,
@@ -185,7 +198,7 @@ def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
                         options=charts.VALUES, required=True,
                         format_func=lambda v: t(f"heatmap.panel_{v}"))
     heads, n = analysis.heads, analysis.n
-    side = min(OVERVIEW_BLOCKS, math.isqrt(GRID_ROWS // heads))
+    side = min(GRID_BLOCKS, math.isqrt(GRID_ROWS // heads))
     if n <= side:
         frame = frames.cells(analysis)
         axes = charts.cell_axes(analysis.tokens, range(n), range(n))
