@@ -179,6 +179,29 @@ def test_2048_tokens_draw_an_overview_image_with_a_notice_and_a_zoom_window():
             == [spec.tokens[p] for p in enc["scale"]["domain"]]
 
 
+def test_all_heads_grid_of_a_long_input_is_one_image_per_head_on_one_scale():
+    spec = AttentionSpec(tokens=tuple(f"w{i % 50}" for i in range(600)), heads=6, d_model=48,
+                         d_k=8, causal=True)
+    at = open_page(spec, hm_view="grid", hm_grid="unscaled_weight")
+    assert not at.exception and not at.error
+    assert any("600 tokens" in info.value and "120 × 120" in info.value and "5 × 5" in info.value
+               for info in at.info)
+    (rows,), = datasets(at)
+    assert list(rows["head"]) == list(range(6))
+    a = analyze(spec)
+    u, w = a.unscaled.weights, a.scaled.weights                           # (6, 600, 600)
+    top = max(float(u.max()), float(w.max()))                             # one scale, all heads
+    for head, url in zip(rows["head"], rows["url"]):
+        pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
+        assert pixels.shape == (120, 120, 4)
+        assert (pixels[np.triu_indices(120, k=1)][:, 3] == 0).all()      # causal: transparent
+        for bq, bk in [(0, 0), (119, 0), (60, 59), (119, 119)]:
+            value = block_value(u[head], range(5 * bq, 5 * bq + 5), range(5 * bk, 5 * bk + 5),
+                                "max", True)
+            colour = colorize(np.array([[value]]), (0.0, top), "blues")[0, 0]
+            np.testing.assert_allclose(pixels[bq, bk], colour, atol=1)
+
+
 def test_up_to_256_tokens_the_overview_has_a_pixel_per_cell_and_no_pooling():
     spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(100)), heads=1)
     at = open_page(spec)

@@ -7,11 +7,11 @@ Three kinds of grid (DESIGN.md: one rect per cell costs ~1.6 s at 128 x 128 and 
   are ordinal on POSITION, labelled with the token text through labelExpr, so repeated
   tokens keep their own row and column; tooltips carry tokens, positions, raw and scaled
   scores and both weights; numbers are printed in the cells when the grid is small.
-- blocks (`BlockAxes`): one rect per pooled block, from `pooling.pooled_cells`, spanning its
-  [start, stop) positions on a quantitative 0..n axis, on a canvas (the all-heads grid).
-- overview images (`overview_chart`): each panel one PNG of up to 256 x 256 pooled blocks,
-  coloured in numpy exactly as Vega colours the rects (charts.colors), on the same 0..n axes.
-  This is what keeps 2048 tokens as fast to show as 16.
+- images (`BlockAxes`): past that, each panel (or head) is one PNG of pooled blocks
+  (`pooled_images`), coloured in numpy exactly as Vega would colour rects (charts.colors),
+  spanning positions 0..n on quantitative axes, with a Vega legend beside it. This is what
+  keeps 2048 tokens as fast to show as 16; the exact numbers are in the zoom window (cells,
+  with tooltips) and in the blocks' CSV (pooling.pooled_cells).
 
 Colour: the scaled and unscaled panels share one sequential scale (same explicit domain and
 scheme), the difference panel has a diverging scale centred on 0. No streamlit here; labels
@@ -39,7 +39,11 @@ GRID_PANEL = 170       # px: side of one head in the all-heads grid
 NUMBERS_MAX = 16       # print the weights in the cells when a side has at most this many cells
 LABEL_CHARS = 12       # axis labels cut long tokens to this many characters
 BOX_COLOR = "#e4572e"  # the zoom window's outline on the overview
-CANVAS = {"embedOptions": {"renderer": "canvas"}}  # pooled charts: canvas is faster than SVG
+CANVAS = {"embedOptions": {"renderer": "canvas"}}  # big grids: canvas is faster than SVG
+# No per-mark ARIA descriptions: Vega builds one string of every field for each cell (an
+# interpreted expression per mark), which slowed a 16 x 16 window as much as its drawing.
+# Charts keep their accessible titles; the CSV downloads have every number.
+_NO_ARIA = alt.Config(mark=alt.MarkConfig(aria=False))
 
 
 def _t(lang: str, key: str, **values) -> str:
@@ -75,24 +79,6 @@ def block_axes(blocks: Blocks, how: str) -> BlockAxes:
     return BlockAxes(n=blocks.n, size=blocks.size, how=how)
 
 
-# What a pooled chart ships per block, in compact types: the labels repeat (64 distinct
-# values per axis), so they travel as Arrow dictionaries. Computing them in the browser
-# instead (calculate transforms) took seconds: Streamlit evaluates Vega expressions with an
-# interpreter, per row.
-BLOCK_COLUMNS = {"head": "int16", "query_block": "int16", "key_block": "int16",
-                 "query_start": "int32", "query_stop": "int32",
-                 "key_start": "int32", "key_stop": "int32",
-                 "query_range": "category", "key_range": "category",
-                 "query_tokens": "category", "key_tokens": "category",
-                 "weight": "float32", "unscaled_weight": "float32", "difference": "float32",
-                 "cells": "int32"}
-
-
-def block_data(frame: pd.DataFrame) -> pd.DataFrame:
-    """pooling.pooled_cells rows in the compact types of BLOCK_COLUMNS."""
-    return frame[list(BLOCK_COLUMNS)].astype(BLOCK_COLUMNS)
-
-
 def cell_axes(tokens: Sequence[str], queries: range, keys: range) -> CellAxes:
     return CellAxes(queries, keys, tuple(tokens[queries.start:queries.stop]),
                     tuple(tokens[keys.start:keys.stop]))
@@ -126,7 +112,8 @@ def _token_axis(axis: CellAxes, which: str, lang: str, show: bool) -> dict:
 def _position_axis(which: str, lang: str, show: bool) -> alt.Axis:
     if not show:
         return alt.Axis(labels=False, ticks=False, title=None, grid=False)
-    return alt.Axis(title=_t(lang, f"axis_{which}_position"), format="d", tickCount=8, grid=False)
+    return alt.Axis(title=_t(lang, f"axis_{which}_position"), format="d", tickCount=8, grid=False,
+                    labelFlush=True)   # end labels inside: panels side by side do not collide
 
 
 def _xy(axes: CellAxes | BlockAxes, lang: str, show_y: bool, show_x: bool = True) -> dict:
@@ -148,27 +135,16 @@ def _xy(axes: CellAxes | BlockAxes, lang: str, show_y: bool, show_x: bool = True
     }
 
 
-def _tooltip(axes: CellAxes | BlockAxes, lang: str) -> list[alt.Tooltip]:
-    suffix = "" if isinstance(axes, CellAxes) else f" ({_t(lang, f'pooled_{axes.how}')})"
-    weights = [alt.Tooltip(f"{v}:Q", title=_t(lang, f"tip_{v}") + suffix, format=".4f")
-               for v in VALUES]
-    if isinstance(axes, CellAxes):
-        return [
-            alt.Tooltip("query_token:N", title=_t(lang, "tip_query_token")),
-            alt.Tooltip("query_pos:Q", title=_t(lang, "tip_query_pos")),
-            alt.Tooltip("key_token:N", title=_t(lang, "tip_key_token")),
-            alt.Tooltip("key_pos:Q", title=_t(lang, "tip_key_pos")),
-            alt.Tooltip("raw_score:Q", title=_t(lang, "tip_raw_score"), format=".3f"),
-            alt.Tooltip("scaled_score:Q", title=_t(lang, "tip_scaled_score"), format=".3f"),
-            *weights,
-        ]
+def _tooltip(lang: str) -> list[alt.Tooltip]:
+    """A cell's tokens, positions, scores and weights."""
     return [
-        alt.Tooltip("query_range:N", title=_t(lang, "tip_query_range")),
-        alt.Tooltip("query_tokens:N", title=_t(lang, "tip_query_tokens")),
-        alt.Tooltip("key_range:N", title=_t(lang, "tip_key_range")),
-        alt.Tooltip("key_tokens:N", title=_t(lang, "tip_key_tokens")),
-        *weights,
-        alt.Tooltip("cells:Q", title=_t(lang, "tip_cells")),
+        alt.Tooltip("query_token:N", title=_t(lang, "tip_query_token")),
+        alt.Tooltip("query_pos:Q", title=_t(lang, "tip_query_pos")),
+        alt.Tooltip("key_token:N", title=_t(lang, "tip_key_token")),
+        alt.Tooltip("key_pos:Q", title=_t(lang, "tip_key_pos")),
+        alt.Tooltip("raw_score:Q", title=_t(lang, "tip_raw_score"), format=".3f"),
+        alt.Tooltip("scaled_score:Q", title=_t(lang, "tip_scaled_score"), format=".3f"),
+        *[alt.Tooltip(f"{v}:Q", title=_t(lang, f"tip_{v}"), format=".4f") for v in VALUES],
     ]
 
 
@@ -204,14 +180,14 @@ def cell_labels(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**labels)
 
 
-def panel(axes: CellAxes | BlockAxes, frame: pd.DataFrame, value: str, lang: str, *,
+def panel(axes: CellAxes, frame: pd.DataFrame, value: str, lang: str, *,
           show_y: bool = True, legend: bool = True, shared: bool = True,
           size: int = PANEL) -> alt.LayerChart:
     """One heatmap panel (no data attached: the caller's concat carries it)."""
     scale = color_scale(frame, value, shared)
     base = alt.Chart().encode(**_xy(axes, lang, show_y))
     rects = base.mark_rect().encode(color=_color(value, scale, lang, shared, legend, size),
-                                    tooltip=_tooltip(axes, lang))
+                                    tooltip=_tooltip(lang))
     layers = [rects]
     if isinstance(axes, CellAxes) and axes.side <= NUMBERS_MAX:
         layers.append(_numbers(base, value, scale, size / axes.side))
@@ -237,15 +213,15 @@ def _box_layer(box: tuple[int, int, int, int]) -> alt.Chart:
             .encode(x="k0:Q", x2="k1:Q", y="q0:Q", y2="q1:Q"))
 
 
-def comparison_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, lang: str = "en", *,
+def comparison_chart(frame: pd.DataFrame, axes: CellAxes, lang: str = "en", *,
                      shared: bool = True, canvas: bool | None = None) -> alt.HConcatChart:
     """Scaled | unscaled (one shared colour scale) | difference (diverging, centred on 0).
 
-    frame: frames.cells rows (CellAxes) or pooling.pooled_cells rows (BlockAxes) of ONE head;
-    all three panels read the same rows, so the chart carries each cell once. shared=False
-    gives the scaled and unscaled panels each its own scale (and legend). canvas: draw on a
-    canvas (None: for pooled or large grids; a zoom window next to an overview asks for it,
-    since an SVG chart's synchronous drawing delays the overview's first paint)."""
+    frame: frames.cells rows of ONE head; all three panels read the same rows, so the chart
+    carries each cell once. shared=False gives the scaled and unscaled panels each its own
+    scale (and legend). canvas: draw on a canvas (None: for large grids; a zoom window next to
+    an overview asks for it, since an SVG chart's synchronous drawing delays the overview's
+    first paint)."""
     panels = [
         panel(axes, frame, "weight", lang, legend=not shared, shared=shared),
         panel(axes, frame, "unscaled_weight", lang, show_y=False, shared=shared),
@@ -256,62 +232,92 @@ def comparison_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, lang: str 
                        **_top_level(frame, axes, canvas))
 
 
-def overview_images(pooled: dict[str, np.ndarray], shared: bool = True) -> dict[str, dict]:
-    """Each panel of a pooled overview as a PNG: {value: {"url", "domain", "scheme"}}.
+def pooled_images(pooled: dict[str, np.ndarray], shared: bool = True,
+                  values: Sequence[str] = VALUES) -> dict[str, dict]:
+    """Pooled matrices as PNGs: {value: {"urls": one per head, "domain", "scheme"}}.
 
-    pooled: {"weight", "unscaled_weight", "difference"} -> (b, b) pooled matrix of one head
+    pooled: {"weight", "unscaled_weight", "difference"} -> (h, b, b) pooled matrices
     (pooling.pooled_matrices), NaN for empty blocks (drawn transparent). Colours: the scales
-    of `color_scale`, mapped as Vega maps them (charts.colors), so the legend is right."""
+    of `color_scale` over all heads, mapped as Vega maps them (charts.colors), so a legend
+    drawn by Vega next to the image is right."""
     frame = pd.DataFrame({v: np.asarray(pooled[v], dtype=np.float64).ravel() for v in VALUES})
     images = {}
-    for value in VALUES:
+    for value in values:
         scale = color_scale(frame, value, shared)
         domain = (float(scale.domain[0]), float(scale.domain[-1]))
-        rgba = colors.colorize(pooled[value], domain, scale.scheme)          # (b, b, 4)
-        images[value] = {"url": colors.png_data_url(rgba), "domain": domain, "scheme": scale.scheme}
+        rgba = colors.colorize(pooled[value], domain, scale.scheme)          # (h, b, b, 4)
+        images[value] = {"urls": [colors.png_data_url(head) for head in rgba],
+                         "domain": domain, "scheme": scale.scheme}
     return images
+
+
+def _image_scale(image: dict, value: str) -> alt.Scale:
+    lo, hi = image["domain"]
+    return alt.Scale(scheme=image["scheme"], domain=[lo, hi],
+                     **({"domainMid": 0} if value == "difference" else {}))
 
 
 def overview_chart(images: dict[str, dict], axes: BlockAxes, lang: str = "en", *,
                    box: tuple[int, int, int, int] | None = None,
                    shared: bool = True) -> alt.HConcatChart:
-    """Scaled | unscaled | difference of a pooled overview, each panel one image (from
-    `overview_images`) spanning positions 0..n on both axes, with its colour legend and the
-    zoom window outlined. One image mark per panel instead of one rect per block: at 256 x 256
-    blocks the browser draws it in a fraction of the time 40 x 40 rects took."""
+    """Scaled | unscaled | difference of one head, each panel one image (from `pooled_images`)
+    spanning positions 0..n on both axes, with its colour legend and the zoom window
+    outlined. One image mark per panel instead of one rect per block: at 256 x 256 blocks the
+    browser draws it in a fraction of the time 40 x 40 rects took."""
     span = alt.InlineData(values=[{"key_start": 0, "key_stop": axes.n,
                                    "query_start": 0, "query_stop": axes.n}])
     panels = []
     for i, value in enumerate(VALUES):
         image = images[value]
-        lo, hi = image["domain"]
-        scale = alt.Scale(scheme=image["scheme"], domain=[lo, hi],
-                          **({"domainMid": 0} if value == "difference" else {}))
-        picture = alt.Chart(span).mark_image(url=image["url"], aspect=False, smooth=False) \
+        picture = alt.Chart(span).mark_image(url=image["urls"][0], aspect=False, smooth=False) \
             .encode(**_xy(axes, lang, show_y=i == 0))
         # The legend comes from a colour channel: two invisible points at the domain's ends.
-        legend = alt.Chart(alt.InlineData(values=[{value: lo}, {value: hi}])) \
+        legend = alt.Chart(alt.InlineData(values=[{value: d} for d in image["domain"]])) \
             .mark_point(opacity=0, size=0) \
-            .encode(color=_color(value, scale, lang, shared, value != "weight" or not shared, PANEL))
+            .encode(color=_color(value, _image_scale(image, value), lang, shared,
+                                 value != "weight" or not shared, PANEL))
         layers = [picture, legend] + ([_box_layer(box)] if box is not None else [])
         panels.append(alt.layer(*layers, width=PANEL, height=PANEL, title=_t(lang, f"panel_{value}")))
     independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))
     return alt.hconcat(*panels, spacing=12, resolve=independent, usermeta=CANVAS,
-                       config=alt.Config(mark=alt.MarkConfig(aria=False)))
+                       config=_NO_ARIA)
 
 
-def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes | BlockAxes, value: str = "weight",
+def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes, value: str = "weight",
                      lang: str = "en", columns: int = 4) -> alt.FacetChart:
-    """Small multiples: one panel per head, one colour scale for all heads."""
+    """Small multiples: one panel per head, one colour scale for all heads, cell by cell."""
     scale = color_scale(frame, value)
     rects = alt.Chart().mark_rect().encode(
         **_xy(axes, lang, show_y=True),
         color=alt.Color(f"{value}:Q", scale=scale, legend=alt.Legend(title=_t(lang, f"legend_{value}"))),
-        tooltip=[alt.Tooltip("head:O", title=_t(lang, "tip_head")), *_tooltip(axes, lang)],
+        tooltip=[alt.Tooltip("head:O", title=_t(lang, "tip_head")), *_tooltip(lang)],
     ).properties(width=GRID_PANEL, height=GRID_PANEL)
-    return rects.facet(facet=alt.Facet("head:O", title=None,
-                                       header=alt.Header(labelExpr=_head_expr(lang))),
-                       columns=columns, spacing=10, **_top_level(frame, axes))
+    return rects.facet(facet=_head_facet(lang), columns=columns, spacing=20,
+                       **_top_level(frame, axes))
+
+
+def heads_grid_image_chart(image: dict, axes: BlockAxes, value: str = "weight",
+                           lang: str = "en", columns: int = 4) -> alt.FacetChart:
+    """Small multiples of pooled heads: one image per head (`pooled_images(...)[value]`), one
+    colour scale for all heads, on 0..n position axes."""
+    lo, _ = image["domain"]
+    heads = len(image["urls"])
+    frame = pd.DataFrame({"head": range(heads), "url": image["urls"],
+                          "key_start": 0, "key_stop": axes.n, "query_start": 0,
+                          "query_stop": axes.n, value: lo})
+    picture = alt.Chart().mark_image(aspect=False, smooth=False).encode(
+        url=alt.Url("url:N"), **_xy(axes, lang, show_y=True))
+    # Every row carries the domain's low end: with the explicit domain, the legend is whole.
+    legend = alt.Chart().mark_point(opacity=0, size=0).encode(
+        color=alt.Color(f"{value}:Q", scale=_image_scale(image, value),
+                        legend=alt.Legend(title=_t(lang, f"legend_{value}"))))
+    return alt.layer(picture, legend, width=GRID_PANEL, height=GRID_PANEL).facet(
+        facet=_head_facet(lang), columns=columns, spacing=20, data=frame, usermeta=CANVAS,
+        config=_NO_ARIA)
+
+
+def _head_facet(lang: str) -> alt.Facet:
+    return alt.Facet("head:O", title=None, header=alt.Header(labelExpr=_head_expr(lang)))
 
 
 def _head_expr(lang: str) -> str:
@@ -319,23 +325,13 @@ def _head_expr(lang: str) -> str:
     return f"{word} + ' ' + datum.value"
 
 
-def _top_level(frame: pd.DataFrame, axes: CellAxes | BlockAxes,
-               canvas: bool | None = None) -> dict:
+def _top_level(frame: pd.DataFrame, axes: CellAxes, canvas: bool | None = None) -> dict:
     """Top-level chart properties, given at construction (each altair method call deep-copies
-    the whole chart, which cost ~0.5 s per pooled chart): the data, and for pooled or big
-    grids the canvas renderer without per-mark ARIA, which draws thousands of rects faster
-    than SVG."""
-    if isinstance(axes, CellAxes):
-        props = {"data": cell_labels(frame) if axes.side <= NUMBERS_MAX else frame}
-    else:
-        props = {"data": block_data(frame)}
-    # No per-mark ARIA descriptions: Vega builds one string of every field for each cell
-    # (an interpreted expression per mark), which slowed a 16 x 16 window as much as its
-    # drawing. The chart keeps its accessible title; the CSV download has every number.
-    props["config"] = alt.Config(mark=alt.MarkConfig(aria=False))
-    if canvas is None:
-        canvas = isinstance(axes, BlockAxes) or axes.side > NUMBERS_MAX * 2
-    if canvas:
+    the whole chart, which cost ~0.5 s per big chart): the data, no per-mark ARIA, and for
+    big grids the canvas renderer, which draws thousands of rects faster than SVG."""
+    props = {"data": cell_labels(frame) if axes.side <= NUMBERS_MAX else frame,
+             "config": _NO_ARIA}
+    if canvas if canvas is not None else axes.side > NUMBERS_MAX * 2:
         props["usermeta"] = CANVAS
     return props
 

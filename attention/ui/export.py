@@ -1,6 +1,8 @@
 """Download buttons for tables and charts; files are made only when the button is clicked."""
 from __future__ import annotations
 
+from typing import Callable
+
 import altair as alt
 import pandas as pd
 import streamlit as st
@@ -9,8 +11,11 @@ from .. import export
 from .text import t
 
 
-def csv_button(frame: pd.DataFrame, file_name: str, *, key: str | None = None) -> None:
-    st.download_button(t("export.csv"), data=lambda: export.csv_bytes(frame),
+def csv_button(frame: pd.DataFrame | Callable[[], pd.DataFrame], file_name: str, *,
+               key: str | None = None) -> None:
+    """frame: the table, or a function that makes it (called only on a click)."""
+    make = frame if callable(frame) else (lambda: frame)
+    st.download_button(t("export.csv"), data=lambda: export.csv_bytes(make()),
                        file_name=f"{file_name}.csv", mime="text/csv",
                        icon=":material/table:", key=key or f"csv_{file_name}", on_click="ignore")
 

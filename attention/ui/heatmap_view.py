@@ -27,8 +27,8 @@ from .text import lang, t
 
 DETAIL_MAX = 64        # up to this many tokens every cell is drawn (3 x 4096 rects at most)
 OVERVIEW_BLOCKS = 256  # an overview image has at most 256 x 256 blocks (~1 px each on a 250 px panel)
-GRID_BLOCKS = 40       # the all-heads grid draws rects: at most 40 x 40 blocks per head
-GRID_ROWS = 16384      # the all-heads grid never carries more rows than this
+GRID_BLOCKS = 128      # an all-heads image has at most 128 x 128 blocks (~1.3 px each on 170 px)
+GRID_ROWS = 16384      # the all-heads grid is drawn cell by cell up to this many cells in all
 WINDOWS = (16, 24, 32, 48, 64)
 DEFAULT_WINDOW = 16    # 16 x 16: every label fits and the weights are printed in the cells
 VIEWS = ("compare", "grid", "row")
@@ -44,16 +44,12 @@ def _fingerprint(analysis: Analysis) -> tuple:
 
 
 @st.cache_data(max_entries=32, show_spinner=False, hash_funcs={Analysis: _fingerprint})
-def _pooled(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: str):
-    """pooled_cells, cached: moving the zoom window does not pool the matrix again."""
-    return pooled_cells(analysis, list(heads), max_blocks, how)
-
-
-@st.cache_data(max_entries=32, show_spinner=False, hash_funcs={Analysis: _fingerprint})
-def _overview_images(analysis: Analysis, head: int, how: str, shared: bool) -> dict[str, dict]:
-    """The overview's three PNGs, cached: moving the zoom window only moves its outline."""
-    pooled, _ = pooled_matrices(analysis, [head], OVERVIEW_BLOCKS, how)   # each (1, b, b)
-    return charts.overview_images({v: m[0].numpy() for v, m in pooled.items()}, shared)
+def _images(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: str,
+            shared: bool = True) -> dict[str, dict]:
+    """PNGs of the pooled panels of some heads, cached: moving the zoom window only moves its
+    outline, and switching views or back again pools nothing."""
+    pooled, _ = pooled_matrices(analysis, list(heads), max_blocks, how)   # each (h, b, b)
+    return charts.pooled_images({v: m.numpy() for v, m in pooled.items()}, shared)
 
 
 def show(chart: alt.TopLevelMixin, width: str = "content") -> None:
@@ -122,11 +118,12 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     overview_slot, zoom_title = st.container(), st.empty()
     queries, keys = _zoom_controls(n, key_prefix)          # below the overview it outlines
     box = (queries.start, queries.stop, keys.start, keys.stop)
-    chart = charts.overview_chart(_overview_images(analysis, head, how, shared),
+    chart = charts.overview_chart(_images(analysis, (head,), OVERVIEW_BLOCKS, how, shared),
                                   charts.block_axes(blocks, how), lang(), box=box, shared=shared)
     with overview_slot:
         show(chart)
-        chart_buttons(chart, f"{key_prefix}_overview_head{head}")
+        _buttons(chart, lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),
+                 f"{key_prefix}_overview_head{head}_{how}", f"{key_prefix}_csv_overview")
     zoom_title.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
                            k0=keys.start, k1=keys.stop - 1))
     _draw_cells(analysis, head, queries, keys, key_prefix, shared, canvas=True)
@@ -140,11 +137,17 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
     show(chart)
     name = (f"{key_prefix}_attention_head{head}_q{queries.start}-{queries.stop - 1}"
             f"_k{keys.start}-{keys.stop - 1}")
+    _buttons(chart, frame, name, f"{key_prefix}_csv_cells")
+
+
+def _buttons(chart: alt.TopLevelMixin, table, name: str, csv_key: str) -> None:
+    """CSV of the numbers behind a chart (a table, or a function that makes it on a click),
+    then its PNG and SVG."""
     left, right = st.columns([1, 3], vertical_alignment="center")
     with left:
-        csv_button(frame, name, key=f"{key_prefix}_csv_cells")
+        csv_button(table, name, key=csv_key)
     with right:
-        chart_buttons(chart, f"{key_prefix}_cells_head{head}")
+        chart_buttons(chart, name)
 
 
 def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
@@ -192,24 +195,26 @@ def _pooled_notice(n: int, blocks, how: str, hint: str) -> None:
 # ---- all heads --------------------------------------------------------------------------------
 
 def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
-    """Every head side by side with one colour scale; pooled so the chart stays small."""
+    """Every head side by side with one colour scale: cell by cell while small, else one
+    image per head (pooled past GRID_BLOCKS tokens)."""
     value = view_widget(f"{key_prefix}_grid", st.segmented_control, default="weight", cast=str,
                         valid=charts.VALUES.__contains__, label=t("heatmap.grid_value"),
                         options=charts.VALUES, required=True,
                         format_func=lambda v: t(f"heatmap.panel_{v}"))
     heads, n = analysis.heads, analysis.n
-    side = min(GRID_BLOCKS, math.isqrt(GRID_ROWS // heads))
-    if n <= side:
-        frame = frames.cells(analysis)
+    columns = min(4, heads)
+    if n <= math.isqrt(GRID_ROWS // heads):
         axes = charts.cell_axes(analysis.tokens, range(n), range(n))
+        st.caption(t("heatmap.grid_caption", heads=heads))
+        chart = charts.heads_grid_chart(frames.cells(analysis), axes, value, lang(), columns)
     else:
-        how = _pool_picker(key_prefix)
-        blocks = blocks_for(n, side)
+        blocks = blocks_for(n, GRID_BLOCKS)
+        how = _pool_picker(key_prefix) if blocks.size > 1 else "max"
         _pooled_notice(n, blocks, how, "hint_grid")
-        frame = _pooled(analysis, tuple(range(heads)), side, how)
-        axes = charts.block_axes(blocks, how)
-    st.caption(t("heatmap.grid_caption", heads=heads))
-    chart = charts.heads_grid_chart(frame, axes, value, lang(), columns=min(4, heads))
+        st.caption(t("heatmap.grid_caption", heads=heads))
+        image = _images(analysis, tuple(range(heads)), GRID_BLOCKS, how)[value]
+        chart = charts.heads_grid_image_chart(image, charts.block_axes(blocks, how), value,
+                                              lang(), columns)
     show(chart)
     chart_buttons(chart, f"{key_prefix}_all_heads_{value}")
 
@@ -231,11 +236,7 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     if n > charts.BARS_MAX:
         st.caption(t("heatmap.row_lines", n=f"{n:,}"))
     show(chart, width="stretch")
-    left, right = st.columns([1, 3], vertical_alignment="center")
-    with left:
-        csv_button(cells, f"{key_prefix}_row{row}_head{head}", key=f"{key_prefix}_csv_row")
-    with right:
-        chart_buttons(chart, f"{key_prefix}_row_head{head}")
+    _buttons(chart, cells, f"{key_prefix}_row{row}_head{head}", f"{key_prefix}_csv_row")
 
 
 # ---- explanation -------------------------------------------------------------------------------
