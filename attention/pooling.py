@@ -125,6 +125,20 @@ def window(n: int, start: int, size: int) -> range:
     return range(start, start + size)
 
 
+def window_from_brush(n: int, queries: Sequence[float], keys: Sequence[float],
+                      sizes: Sequence[int]) -> tuple[int, range, range]:
+    """The zoom window for a box dragged on an overview: (size, query window, key window).
+
+    queries / keys: the box's two edges in positions, either order. The size is the smallest of
+    `sizes` that holds the box's longer side (the largest if none does); the window is centred
+    on the box and clamped inside 0..n-1."""
+    (q0, q1), (k0, k1) = sorted(map(float, queries)), sorted(map(float, keys))
+    extent = max(q1 - q0, k1 - k0)
+    size = min(next((s for s in sorted(sizes) if s >= extent), max(sizes)), n)
+    centre = lambda lo, hi: round((lo + hi) / 2 - size / 2)   # noqa: E731
+    return size, window(n, centre(q0, q1), size), window(n, centre(k0, k1), size)
+
+
 def window_slice(matrix: torch.Tensor, queries: range, keys: range) -> torch.Tensor:
     """The (..., len(queries), len(keys)) part of a (..., n, n) matrix, cells unchanged."""
     return matrix[..., queries.start:queries.stop, keys.start:keys.stop]

@@ -1,5 +1,6 @@
 """The Heatmap page in Chromium: deep links on a fresh server draw the heatmap with the
 tokens from the URL as axis labels; long inputs draw an overview image on a canvas."""
+import re
 from urllib.parse import urlencode
 
 import pytest
@@ -68,3 +69,52 @@ def test_long_input_draws_an_overview_image_on_a_canvas(server, page):
     page.wait_for_function(f"() => ({PAINTED})(document.querySelectorAll('{CHARTS}')[1]"
                            ".querySelector('canvas'))", timeout=30_000)
     assert zoom.locator("canvas").count() == 1
+
+
+# The bounding box (CSS pixels) of the first run of columns holding blue pixels, and of its
+# rows: the scaled panel's image (the blues scheme has blue - red >= 35; the theme's blue-grey
+# text has 21; the zoom outline is red; panels are 12 px apart).
+PANEL_BOX = """(canvas) => {
+  const w = canvas.width, h = canvas.height;
+  const d = canvas.getContext('2d').getImageData(0, 0, w, h).data;
+  const blue = (x, y) => { const i = 4 * (y * w + x); return d[i + 3] && d[i + 2] > d[i] + 30; };
+  const column = (x) => { for (let y = 0; y < h; y++) if (blue(x, y)) return true; return false; };
+  let x0 = 0;
+  while (x0 < w && !column(x0)) x0++;
+  let x1 = x0;
+  while (x1 + 1 < w && column(x1 + 1)) x1++;
+  let y0 = h, y1 = -1;
+  for (let y = 0; y < h; y++) for (let x = x0; x <= x1; x++)
+    if (blue(x, y)) { y0 = Math.min(y0, y); y1 = Math.max(y1, y); break; }
+  const r = canvas.getBoundingClientRect();
+  const s = r.width / w;
+  return {left: r.left + x0 * s, top: r.top + y0 * s, width: (x1 - x0 + 1) * s,
+          height: (y1 - y0 + 1) * s};
+}"""
+
+
+def test_dragging_a_box_on_the_overview_moves_the_zoom_window_there(server, page):
+    n = 1000
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(n)), heads=1)
+    page.goto(f"{server.url}/Heatmap?{urlencode(spec.to_query())}")
+    wait_for_app(page)
+    canvas = f"document.querySelectorAll('{CHARTS}')[0].querySelector('canvas')"
+    page.wait_for_function(f"() => {canvas} && ({PAINTED})({canvas})", timeout=30_000)
+    box = page.evaluate(f"() => ({PANEL_BOX})({canvas})")
+    assert box["width"] == pytest.approx(250, abs=3) and box["height"] == pytest.approx(250, abs=3), box
+
+    def at(query: float, key: float) -> tuple[float, float]:
+        return box["left"] + key / n * box["width"], box["top"] + query / n * box["height"]
+
+    # Queries 600-640 x keys 400-440: 40 positions, so a 48 window centred on (620, 420).
+    page.mouse.move(*at(600, 400))
+    page.mouse.down()
+    page.mouse.move(*at(640, 440), steps=8)
+    page.mouse.up()
+    title = page.get_by_role("heading", name="Zoom")
+    page.wait_for_function("() => /queries 5\\d\\d/.test(document.body.innerText)", timeout=60_000)
+    q0, q1, k0, k1 = map(int, re.findall(r"\d+", title.inner_text()))
+    assert q1 - q0 + 1 == k1 - k0 + 1 == 48                       # the window that holds the box
+    assert abs(q0 - 596) <= 8 and abs(k0 - 396) <= 8              # centred on it (4 tokens a px)
+    assert page.get_by_role("spinbutton", name="First query position").input_value() == str(q0)
+    assert f"hm_q={q0}" in page.url and f"hm_k={k0}" in page.url and "hm_win=48" in page.url

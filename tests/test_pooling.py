@@ -10,7 +10,8 @@ from attention import frames
 from attention.analysis import analyze
 from attention.core import causal_mask
 from attention.pooling import (Blocks, block_counts, block_preview, blocks_for, pool,
-                               pooled_cells, window, window_slice, window_tokens)
+                               pooled_cells, window, window_from_brush, window_slice,
+                               window_tokens)
 from attention.spec import AttentionSpec
 
 
@@ -153,3 +154,21 @@ def test_pooling_properties(n, max_blocks, seed):
     assert float(mx.max()) == float(m.max())                               # the max survives
     counts = block_counts(n, blocks).double()
     assert float((mean.double() * counts).sum()) == pytest.approx(float(m.double().sum()), rel=1e-5)
+
+
+@pytest.mark.parametrize("queries,keys,expected", [
+    ((100, 110), (40, 52), (16, (97, 113), (38, 54))),        # 12 wide: a 16 window, centred
+    ((110, 100), (52, 40), (16, (97, 113), (38, 54))),        # edges in either order
+    ((0, 3), (2040, 2047.9), (16, (0, 16), (2032, 2048))),    # clamped inside 0..n-1
+    ((500, 540), (0, 10), (48, (496, 544), (0, 48))),         # the longer side decides
+    ((0, 2048), (0, 2048), (64, (992, 1056), (992, 1056))),   # bigger than any: the largest
+])
+def test_window_from_brush_holds_and_centres_the_box(queries, keys, expected):
+    size, q, k = window_from_brush(2048, queries, keys, (16, 24, 32, 48, 64))
+    assert (size, (q.start, q.stop), (k.start, k.stop)) == expected
+    assert len(q) == len(k) == size
+
+
+def test_window_from_brush_on_a_short_input_shrinks_to_it():
+    size, q, k = window_from_brush(10, (2, 5), (0, 9), (16, 64))
+    assert size == 10 and q == range(0, 10) and k == range(0, 10)

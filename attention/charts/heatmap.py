@@ -39,6 +39,7 @@ GRID_PANEL = 170       # px: side of one head in the all-heads grid
 NUMBERS_MAX = 16       # print the weights in the cells when a side has at most this many cells
 LABEL_CHARS = 12       # axis labels cut long tokens to this many characters
 BOX_COLOR = "#e4572e"  # the zoom window's outline on the overview
+BRUSHES = tuple(f"brush_{v}" for v in VALUES)  # a box dragged on each overview panel
 CANVAS = {"embedOptions": {"renderer": "canvas"}}  # big grids: canvas is faster than SVG
 # No per-mark ARIA descriptions: Vega builds one string of every field for each cell (an
 # interpreted expression per mark), which slowed a 16 x 16 window as much as its drawing.
@@ -263,14 +264,17 @@ def overview_chart(images: dict[str, dict], axes: BlockAxes, lang: str = "en", *
     """Scaled | unscaled | difference of one head, each panel one image (from `pooled_images`)
     spanning positions 0..n on both axes, with its colour legend and the zoom window
     outlined. One image mark per panel instead of one rect per block: at 256 x 256 blocks the
-    browser draws it in a fraction of the time 40 x 40 rects took."""
+    browser draws it in a fraction of the time 40 x 40 rects took. A box dragged on a panel
+    is the selection BRUSHES[panel], in positions (pooling.window_from_brush turns it into
+    a zoom window)."""
     span = alt.InlineData(values=[{"key_start": 0, "key_stop": axes.n,
                                    "query_start": 0, "query_stop": axes.n}])
     panels = []
     for i, value in enumerate(VALUES):
         image = images[value]
         picture = alt.Chart(span).mark_image(url=image["urls"][0], aspect=False, smooth=False) \
-            .encode(**_xy(axes, lang, show_y=i == 0))
+            .encode(**_xy(axes, lang, show_y=i == 0)) \
+            .add_params(alt.selection_interval(name=BRUSHES[i], encodings=["x", "y"]))
         # The legend comes from a colour channel: two invisible points at the domain's ends.
         legend = alt.Chart(alt.InlineData(values=[{value: d} for d in image["domain"]])) \
             .mark_point(opacity=0, size=0) \

@@ -13,6 +13,7 @@ Analysis: no attention is recomputed.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import altair as alt
 import streamlit as st
@@ -20,7 +21,7 @@ import streamlit as st
 from .. import frames
 from ..analysis import Analysis
 from ..charts import heatmap as charts
-from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window
+from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window, window_from_brush
 from .export import chart_buttons, csv_button
 from .state import view_widget
 from .text import lang, t
@@ -52,9 +53,10 @@ def _images(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: st
     return charts.pooled_images({v: m.numpy() for v, m in pooled.items()}, shared)
 
 
-def show(chart: alt.TopLevelMixin, width: str = "content") -> None:
-    """st.altair_chart without altair's schema validation (see charts.heatmap.fast_spec)."""
-    st.vega_lite_chart(spec=charts.fast_spec(chart), width=width)
+def show(chart: alt.TopLevelMixin, width: str = "content", **kwargs) -> None:
+    """st.altair_chart without altair's schema validation (see charts.heatmap.fast_spec);
+    kwargs (key, on_select, selection_mode) go to st.vega_lite_chart."""
+    st.vega_lite_chart(spec=charts.fast_spec(chart), width=width, **kwargs)
 
 
 def view_picker(key_prefix: str = "hm") -> str:
@@ -121,7 +123,9 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     chart = charts.overview_chart(_images(analysis, (head,), OVERVIEW_BLOCKS, how, shared),
                                   charts.block_axes(blocks, how), lang(), box=box, shared=shared)
     with overview_slot:
-        show(chart)
+        chart_key = f"{key_prefix}_overview"
+        show(chart, key=chart_key, selection_mode=list(charts.BRUSHES),
+             on_select=partial(_zoom_to_brush, chart_key, key_prefix, n))
         _buttons(chart, lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),
                  f"{key_prefix}_overview_head{head}_{how}", f"{key_prefix}_csv_overview")
     zoom_title.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
@@ -168,6 +172,19 @@ def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
                 valid=lambda v: 0 <= v <= last, label=t(f"heatmap.start_{axis}"),
                 min_value=0, max_value=last, step=size, help=t("heatmap.start_help")))
     return window(n, starts[0], size), window(n, starts[1], size)
+
+
+def _zoom_to_brush(chart_key: str, key_prefix: str, n: int) -> None:
+    """on_select of the overview: a box dragged on it becomes the zoom window (size, first
+    query, first key), set before the zoom controls are drawn on the rerun."""
+    selection = st.session_state[chart_key]["selection"]
+    for box in selection.values():
+        if box and "query_start" in box and "key_start" in box:
+            size, queries, keys = window_from_brush(n, box["query_start"], box["key_start"], WINDOWS)
+            st.session_state[f"view_{key_prefix}_win"] = size
+            st.session_state[f"view_{key_prefix}_q"] = queries.start
+            st.session_state[f"view_{key_prefix}_k"] = keys.start
+            return
 
 
 def _pool_picker(key_prefix: str) -> str:
