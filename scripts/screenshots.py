@@ -15,12 +15,18 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
+from attention.examples import EXAMPLES  # noqa: E402
 from attention.spec import AttentionSpec  # noqa: E402
+from attention.tokens import parse_tokens  # noqa: E402
 from tests.conftest import CHROMIUM_FLAGS, Server, wait_for_app  # noqa: E402
+
+WORDS = parse_tokens(EXAMPLES["passage"])
+LONG = tuple((WORDS * (2048 // len(WORDS) + 1))[:2048])   # the token limit
 
 # file -> (page, spec, which chart the picture starts above: index among the page's charts)
 SHOTS = {
     "heatmap.png": ("Heatmap", AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat")), None),
+    "long_input.png": ("Heatmap", AttentionSpec(tokens=LONG, causal=True), 0),
     "score_analysis.png": ("Score_analysis", AttentionSpec(d_k=64), 0),
 }
 

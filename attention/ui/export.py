@@ -20,9 +20,14 @@ def csv_button(frame: pd.DataFrame | Callable[[], pd.DataFrame], file_name: str,
                        icon=":material/table:", key=key or f"csv_{file_name}", on_click="ignore")
 
 
-def chart_buttons(chart: alt.TopLevelMixin, file_name: str) -> None:
-    """PNG and SVG of exactly the chart on screen, side by side."""
+def chart_buttons(chart: alt.TopLevelMixin, file_name: str, table=None,
+                  csv_key: str | None = None) -> None:
+    """PNG and SVG of exactly the chart on screen, side by side; with a table (or a function
+    that makes it), its CSV first, in the same row."""
     row = st.container(horizontal=True)  # st.columns accepts no width="content" in 1.67
+    if table is not None:
+        with row:
+            csv_button(table, file_name, key=csv_key)
     row.download_button(t("export.png"), data=lambda: export.chart_png(chart),
                          file_name=f"{file_name}.png", mime="image/png", icon=":material/image:",
                          key=f"png_{file_name}", on_click="ignore")

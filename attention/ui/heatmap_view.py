@@ -22,7 +22,7 @@ from .. import frames
 from ..analysis import Analysis
 from ..charts import heatmap as charts
 from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window, window_from_brush
-from .export import chart_buttons, csv_button
+from .export import chart_buttons
 from .state import view_widget
 from .text import lang, t
 
@@ -126,8 +126,9 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
         chart_key = f"{key_prefix}_overview"
         show(chart, key=chart_key, selection_mode=list(charts.BRUSHES),
              on_select=partial(_zoom_to_brush, chart_key, key_prefix, n))
-        _buttons(chart, lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),
-                 f"{key_prefix}_overview_head{head}_{how}", f"{key_prefix}_csv_overview")
+        chart_buttons(chart, f"{key_prefix}_overview_head{head}_{how}",  # CSV: on a click
+                      lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),
+                      csv_key=f"{key_prefix}_csv_overview")
     zoom_title.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
                            k0=keys.start, k1=keys.stop - 1))
     _draw_cells(analysis, head, queries, keys, key_prefix, shared, canvas=True)
@@ -141,17 +142,7 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
     show(chart)
     name = (f"{key_prefix}_attention_head{head}_q{queries.start}-{queries.stop - 1}"
             f"_k{keys.start}-{keys.stop - 1}")
-    _buttons(chart, frame, name, f"{key_prefix}_csv_cells")
-
-
-def _buttons(chart: alt.TopLevelMixin, table, name: str, csv_key: str) -> None:
-    """CSV of the numbers behind a chart (a table, or a function that makes it on a click),
-    then its PNG and SVG."""
-    left, right = st.columns([1, 3], vertical_alignment="center")
-    with left:
-        csv_button(table, name, key=csv_key)
-    with right:
-        chart_buttons(chart, name)
+    chart_buttons(chart, name, frame, csv_key=f"{key_prefix}_csv_cells")
 
 
 def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
@@ -253,7 +244,7 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     if n > charts.BARS_MAX:
         st.caption(t("heatmap.row_lines", n=f"{n:,}"))
     show(chart, width="stretch")
-    _buttons(chart, cells, f"{key_prefix}_row{row}_head{head}", f"{key_prefix}_csv_row")
+    chart_buttons(chart, f"{key_prefix}_row{row}_head{head}", cells, csv_key=f"{key_prefix}_csv_row")
 
 
 # ---- explanation -------------------------------------------------------------------------------

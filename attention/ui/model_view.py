@@ -133,9 +133,7 @@ def draw_rollout(report, layer: int) -> None:
     chart = charts.matrix_chart(frame, report.tokens, lang(), value_title=t("model.rollout"),
                                 scheme="purples")
     st.altair_chart(chart, width="content")
-    with st.container(horizontal=True):
-        csv_button(frame, f"minilm_rollout_l{layer}")
-        chart_buttons(chart, f"minilm_rollout_l{layer}")
+    chart_buttons(chart, f"minilm_rollout_l{layer}", frame)
 
 
 def draw_value_weighted(text: str, tokens: tuple[str, ...], layer: int, head: int) -> None:
