@@ -6,14 +6,17 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
 
 from attention import metrics
-from attention.analysis import DK_SWEEP, analyze, dk_sweep, random_dk_sweep
+from attention.analysis import (DK_SWEEP, SWEEP_MAX_HEADS, SWEEP_MAX_TOKENS, analyze, dk_sweep,
+                                random_dk_sweep)
 from attention.core import attention, causal_mask
 from attention.embed import embed, token_vectors
 from attention.heads import project
@@ -170,3 +173,13 @@ def test_components_have_unit_variance():
                                   positional=positional))
         for t in (a.q, a.k, a.v):
             assert t.var().item() == pytest.approx(1.0, abs=0.15)
+
+
+def test_dk_sweep_cost_is_capped_at_four_heads_and_256_tokens():
+    """A 16-head spec sweeps as its 4-head twin (means over heads), a long input as its first
+    256 tokens: the sweep's cost does not grow with the spec past those caps."""
+    many = AttentionSpec(tokens=tuple(f"w{i}" for i in range(300)), heads=16, d_model=64, d_k=4)
+    few = AttentionSpec(tokens=many.tokens[:SWEEP_MAX_TOKENS], heads=SWEEP_MAX_HEADS,
+                        d_model=64, d_k=16)
+    pd.testing.assert_frame_equal(dk_sweep(many, (1, 8, 64)), dk_sweep(few, (1, 8, 64)))
+    assert not dk_sweep(replace(few, heads=2), (1, 8, 64)).equals(dk_sweep(few, (1, 8, 64)))
