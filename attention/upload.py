@@ -25,6 +25,7 @@ MAX_BYTES = 16 * 1024 * 1024          # per file
 MAX_HEADS = LIMITS["heads"][1]        # 16
 MAX_DIM = LIMITS["d_k"][1]            # 1024
 ROW_SUM_TOLERANCE = 1e-3              # attention rows must sum to 1 within this
+MAX_ABS = 1e15                        # |value| bound: q.k <= 1e30 * d_k stays finite in float32
 MAX_MATRIX_TOKENS = 512               # an uploaded matrix is drawn cell by cell (n x n rows)
 EXTENSIONS = ("npy", "csv")
 
@@ -59,6 +60,10 @@ def read_file(name: str, data: bytes) -> Table:
         raise UploadError("model.upload_ndim", name=name, shape=_shape(values.shape))
     if not np.isfinite(values).all():
         raise UploadError("model.upload_not_finite", name=name)
+    largest = float(np.abs(values).max())
+    if largest > MAX_ABS:   # q.k would overflow float32 (inf scores), or the cast itself would
+        raise UploadError("model.upload_huge_values", name=name, largest=f"{largest:.3g}",
+                          limit=f"{MAX_ABS:.0e}")
     heads, rows, cols = values.shape
     if heads > MAX_HEADS or rows > MAX_TOKENS or cols > max(MAX_DIM, MAX_TOKENS):
         raise UploadError("model.upload_too_large", name=name, shape=_shape(values.shape),

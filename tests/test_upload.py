@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention import upload
+from attention import frames, upload
 from attention.analysis import analyze, analyze_qkv
 from attention.spec import AttentionSpec
 
@@ -113,6 +113,14 @@ def test_limits_and_other_refusals():
     assert key_of(lambda: upload.read_file("q.txt", b"1,2")) == "model.upload_extension"
     assert key_of(lambda: upload.read_file("q.npy", npy([[np.nan, 1.0]]))) == \
         "model.upload_not_finite"
+    # Finite but huge: 1e39 is inf once cast to float32; 1e20 squares past float32's range.
+    for huge in (1e39, -1e20):
+        assert key_of(lambda: upload.read_file("q.npy", npy([[huge, 1.0]]))) == \
+            "model.upload_huge_values"
+    q = upload.read_file("q.npy", npy(np.full((1, 3, 1024), upload.MAX_ABS)))  # the bound: fine
+    a = analyze_qkv(AttentionSpec(tokens=("a", "b", "c")), ("a", "b", "c"),
+                    *upload.qkv(q, q, None))
+    assert np.isfinite(frames.cells(a).select_dtypes("number").to_numpy()).all()
     assert key_of(lambda: upload.read_file("q.npy", npy(np.array(["a", "b"])))) == \
         "model.upload_npy_dtype"
     assert key_of(lambda: upload.read_file("q.npy", b"not a numpy file")) == "model.upload_bad_npy"
