@@ -1,138 +1,15 @@
 """Score analysis: raw vs scaled scores, each query row with and without 1/sqrt(d_k), the d_k
-sweep, saturation, and why the sharper attention is not the better one."""
+sweep, saturation, and why the sharper attention is not the better one.
+
+Each section is drawn from the cached Analysis and d_k sweep (attention/ui/scores_view.py).
+"""
 import streamlit as st
 
-from attention import frames
-from attention.analysis import SWEEP_MAX_TOKENS
-from attention.charts import scores as charts
-from attention.ui import cache
-from attention.ui.explain import explanation
-from attention.ui.export import chart_buttons, csv_button
 from attention.ui.layout import page_setup
-from attention.ui.state import view_widget
+from attention.ui.scores_view import draw_scores
 from attention.ui.text import t
 
-METRIC_FORMATS = {"entropy": "{:.3f}", "effective_tokens": "{:.2f}", "max_weight": "{:.3f}",
-                  "jacobian_norm": "{:.4f}", "saturated": "{:.1%}"}
-
-# (interface-text key of the sentence before it, LaTeX) for the collapsible formulas
-FORMULAS = (
-    ("scores.f_softmax",
-     r"p_{ij} = \frac{\exp(s\,q_i\cdot k_j / T)}{\sum_l \exp(s\,q_i\cdot k_l / T)},"
-     r"\qquad s = \tfrac{1}{\sqrt{d_k}}\ \text{or}\ 1"),
-    ("scores.f_jacobian",
-     r"J = \frac{\partial p}{\partial z} = \operatorname{diag}(p) - p\,p^{\top},\qquad"
-     r"\|J\|_F^2 = \sum_i p_i^2 - 2\sum_i p_i^3 + \Big(\sum_i p_i^2\Big)^2"),
-    ("scores.f_entropy",
-     r"H(p) = -\sum_j p_j \ln p_j,\qquad n_{\text{eff}} = e^{H(p)}"),
-    ("scores.f_variance",
-     r"\operatorname{Var}(q\cdot k) = \sum_{i=1}^{d_k} \operatorname{Var}(q_i k_i) = d_k,"
-     r"\qquad \operatorname{Var}\!\Big(\frac{q\cdot k}{\sqrt{d_k}}\Big) = 1"),
-)
-
 page = page_setup("nav.scores")
-spec, lang = page.spec, page.lang
 st.caption(t("scores.intro"))
-
-with st.spinner(t("common.computing")):
-    analysis = cache.analysis(spec)
-    sweep = cache.sweep(spec)
-d_k = analysis.q.shape[-1]
-
-choice = view_widget(
-    "head", st.selectbox, default="all", cast=lambda raw: raw if raw == "all" else int(raw),
-    valid=lambda v: v == "all" or (isinstance(v, int) and 0 <= v < analysis.heads),
-    label=t("scores.head"), options=["all", *range(analysis.heads)], help=t("scores.head_help"),
-    format_func=lambda v: t("scores.head_all") if v == "all" else t("scores.head_one", head=v),
-    width=260)
-head = None if choice == "all" else choice
-heads = charts.head_list(analysis, head)
-with st.spinner(t("common.computing")):
-    stats, hist = cache.score_distribution(spec, head)
-summary = charts.summary(analysis, heads)
-std = stats.set_index("series")
-
-# ---- summary metrics and what they mean for this input ----------------------------------
-st.subheader(t("scores.summary"))
-top = st.columns(3)
-top[0].metric(t("scores.m_raw_std"), f"{std.loc['raw', 'std']:.3f}",
-              help=t("scores.m_raw_std_help", sqrt=std.loc["raw", "expected_std"]))
-top[1].metric(t("scores.m_sqrt_dk"), f"{std.loc['raw', 'expected_std']:.3f}",
-              help=t("scores.m_sqrt_dk_help"))
-top[2].metric(t("scores.m_scaled_std"), f"{std.loc['scaled', 'std']:.3f}",
-              help=t("scores.m_scaled_std_help", expected=std.loc["scaled", "expected_std"]))
-for col, (name, fmt) in zip(st.columns(len(METRIC_FORMATS)), METRIC_FORMATS.items()):
-    col.markdown(f"**{t(f'scores.short_{name}')}**",
-                 help=t(f"scores.help_{name}", threshold=charts.SATURATED))
-    scaled, unscaled = summary.loc["scaled", name], summary.loc["unscaled", name]
-    col.metric(t("scores.m_scaled"), fmt.format(scaled))
-    col.metric(t("scores.m_unscaled"), fmt.format(unscaled), delta=fmt.format(unscaled - scaled),
-               delta_color="off", help=t("scores.m_delta_help"))
-
-with st.container(border=True):
-    st.markdown(f"**{t('scores.findings')}**")
-    st.markdown("\n".join(f"- {line}" for line in
-                          charts.conclusions(summary, stats, sweep, d_k, lang)))
-
-# ---- (a) raw vs scaled score distributions -------------------------------------------
-st.subheader(t("scores.sec_scores"))
-st.caption(t("scores.scores_caption", count=int(std.loc["raw", "count"]),
-             bins=len(hist) // len(charts.SERIES)))
-chart = charts.score_distribution_chart(hist, stats, lang)
-st.altair_chart(chart)
-chart_buttons(chart, "score_distribution")
-
-# ---- (b) every query row, scaled and unscaled ----------------------------------------
-st.subheader(t("scores.sec_rows"))
-if analysis.n <= charts.MAX_POSITIONS:
-    st.caption(t("scores.rows_caption"))
-    chart = charts.row_metric_chart(charts.row_metric_frame(analysis, heads), analysis.tokens, lang)
-else:
-    st.caption(t("scores.rows_hist_caption", n=analysis.n, rows=len(heads) * analysis.n))
-    chart = charts.row_metric_hist_chart(charts.row_metric_bins(analysis, heads), lang)
-st.altair_chart(chart)
-chart_buttons(chart, "row_metrics")
-
-# ---- (c) the d_k sweep ---------------------------------------------------------------
-st.subheader(t("scores.sec_sweep"))
-st.caption(t("scores.sweep_caption", n=min(spec.n, SWEEP_MAX_TOKENS), heads=spec.heads, d_k=d_k))
-if spec.source == "pretrained":
-    st.caption(t("scores.sweep_pretrained"))
-chart = charts.sweep_chart(sweep, lang, temperature=spec.temperature, current_dk=d_k)
-st.altair_chart(chart)
-chart_buttons(chart, "dk_sweep")
-
-# ---- (d) saturation -------------------------------------------------------------------
-st.subheader(t("scores.sec_saturation"))
-st.caption(t("scores.saturation_caption", n=analysis.n - 1))
-points = charts.saturation_frame(analysis, heads)
-rows = len(heads) * analysis.n
-if rows > charts.MAX_POINTS:
-    st.caption(t("scores.saturation_sample", shown=charts.MAX_POINTS, rows=rows))
-chart = charts.saturation_chart(points, charts.saturation_curve(analysis.n), analysis.n, lang)
-st.altair_chart(chart, width="stretch")
-chart_buttons(chart, "saturation")
-
-# ---- why higher attention is not better, and the formulas ------------------------------
-st.subheader(t("scores.sec_why"))
-why, demo = st.columns([3, 2], gap="large")
-why.markdown(t("scores.why_body"))
-demo.caption(t("scores.one_ahead"))
-demo.dataframe(charts.one_logit_ahead(), hide_index=True, column_config={
-    "gap": st.column_config.NumberColumn(t("scores.col_gap"), format="%.0f"),
-    "max_weight": st.column_config.NumberColumn(t("scores.col_max_weight"), format="%.4f"),
-    "jacobian_norm": st.column_config.NumberColumn(t("scores.col_jacobian"), format="scientific"),
-})
-explanation("scores.formulas", FORMULAS)
-
-# ---- downloads ------------------------------------------------------------------------
-st.subheader(t("scores.downloads"))
-left, right = st.columns(2)
-with left:
-    st.caption(t("scores.csv_rows"))
-    table = frames.row_metrics(analysis)
-    csv_button(table[table["head"].isin(heads)], "row_metrics")
-with right:
-    st.caption(t("scores.csv_sweep"))
-    csv_button(sweep, "dk_sweep")
+draw_scores(page.spec)
 page.finish()
