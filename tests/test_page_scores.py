@@ -153,3 +153,17 @@ def test_temperature_does_not_change_the_raw_scores():
     assert values[0] == pytest.approx(_raw_std(a, slice(None)), abs=1e-3)
     assert values[2] == pytest.approx(a.scaled.scores.std().item(), abs=1e-3)
     assert torch.isfinite(a.scaled.scores).all()
+
+
+def test_sweep_caption_states_the_heads_and_tokens_the_sweep_used():
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(300)), heads=8, d_model=64, d_k=8)
+    at = open_page(PAGE, spec)
+    assert not at.exception
+    assert any("first 256 tokens, 4 heads" in c.value for c in at.caption)
+    drawn = _find(chart_frames(at), "d_k", "variant", "metric", "is_ref")
+    drawn = drawn[~drawn["is_ref"] & (drawn["metric"] == "max_weight")]
+    capped = dk_sweep(AttentionSpec(tokens=spec.tokens[:256], heads=4, d_model=64, d_k=8))
+    for row in capped.itertuples():                               # what the caption says
+        variant = "scaled" if row.scaled else "unscaled"
+        got = drawn.query("d_k == @row.d_k and variant == @variant")["value"].item()
+        assert got == pytest.approx(row.max_weight, rel=1e-6)

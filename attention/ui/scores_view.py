@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from .. import frames
-from ..analysis import SWEEP_MAX_TOKENS, Analysis
+from ..analysis import SWEEP_MAX_HEADS, SWEEP_MAX_TOKENS, Analysis
 from ..charts import scores as charts
 from ..spec import AttentionSpec
 from . import cache
@@ -131,7 +131,8 @@ def draw_row_metrics(analysis: Analysis, heads: list[int]) -> None:
 def draw_sweep(spec: AttentionSpec, sweep: pd.DataFrame, d_k: int) -> None:
     """(c) The same input projected with every d_k from 1 to 1024, the current one marked."""
     st.subheader(t("scores.sec_sweep"))
-    st.caption(t("scores.sweep_caption", n=min(spec.n, SWEEP_MAX_TOKENS), heads=spec.heads,
+    st.caption(t("scores.sweep_caption", n=min(spec.n, SWEEP_MAX_TOKENS),
+                 heads=min(spec.heads, SWEEP_MAX_HEADS),
                  d_k=d_k))
     if spec.source == "pretrained":
         st.caption(t("scores.sweep_pretrained"))
