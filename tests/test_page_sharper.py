@@ -81,14 +81,14 @@ def test_sample_and_importance_charts_show_the_study(page, expected):
     cols = ["multiplier", "position", "relevant", "weight"]
     pd.testing.assert_frame_equal(sample[cols], study.sample[cols], check_dtype=False)
     cols = ["sample", "position", "relevant", "weight", "effect"]
-    drawn = frame_with(got[4][1], *cols)[cols]
+    drawn = frame_with(got[3][1], *cols)[cols]          # importance: right after the sample
     pd.testing.assert_frame_equal(drawn, study.importance[cols], check_dtype=False)
 
 
 def test_scaling_chart_shows_the_sweep(page, expected):
     _, scaling = expected
     cols = ["d_k", "scaled", "seed", "accuracy", "max_weight", "effective_tokens"]
-    drawn = frame_with(charts(page)[3][1], *cols)[cols]
+    drawn = frame_with(charts(page)[4][1], *cols)[cols]  # scaling: last, its own training
     pd.testing.assert_frame_equal(drawn.reset_index(drop=True), scaling[cols],
                                   check_dtype=False)
     assert set(drawn["seed"]) == {SEED, SEED + 1, SEED + 2}
@@ -104,8 +104,8 @@ def test_conclusions_quote_the_measured_numbers(page, expected):
     assert f"{rows.loc['argmax', 'accuracy']:.3f}" in infos[0]
     assert f"{rows.loc['argmax', 'relevant_mass']:.1%}" in infos[1]
     big = scaling[scaling["d_k"] == 256].groupby("scaled")["accuracy"].mean()
-    assert f"{big[False]:.3f}" in infos[3] and f"{big[True]:.3f}" in infos[3]
-    assert f"{study.spearman_pooled:.2f}" in infos[4]
+    assert f"{study.spearman_pooled:.2f}" in infos[3]
+    assert f"{big[False]:.3f}" in infos[4] and f"{big[True]:.3f}" in infos[4]
 
 
 def test_tables_and_downloads(page, expected):
