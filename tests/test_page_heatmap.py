@@ -75,6 +75,28 @@ def test_head_picker_changes_the_data_without_recomputing(monkeypatch):
     assert calls == [CAT]                                     # one analysis for all three runs
 
 
+def test_moving_the_zoom_recomputes_and_repools_nothing(monkeypatch):
+    """Zooming a long input only slices the cached analysis: no attention, no pooling."""
+    import attention.ui.cache as cache
+    import attention.ui.heatmap_view as view
+
+    analyses, pools = [], []
+    monkeypatch.setattr(cache, "analyze", lambda spec: analyses.append(spec) or analyze(spec))
+    real = view.pooled_matrices
+    monkeypatch.setattr(view, "pooled_matrices", lambda *args: pools.append(args) or real(*args))
+    spec = AttentionSpec(tokens=tuple(f"z{i}" for i in range(700)), heads=2, seed=11)
+    at = open_page(spec)
+    for q, k in ((100, 40), (300, 600), (684, 0)):
+        at.number_input(key="view_hm_q").set_value(q).run()
+        at.number_input(key="view_hm_k").set_value(k).run()
+        assert not at.exception
+        (zoom,) = datasets(at)[1]
+        assert zoom["query_pos"].min() == q and zoom["key_pos"].min() == k
+    at.selectbox(key="view_hm_win").set_value(64).run()
+    assert not at.exception and len(datasets(at)[1][0]) == 64 * 64
+    assert analyses == [spec] and len(pools) == 1                # once, on the first run
+
+
 def test_head_from_the_url_and_an_invalid_one_falls_back():
     (data,), = datasets(open_page(CAT, hm_head="1"))
     assert set(data["head"]) == {1}
