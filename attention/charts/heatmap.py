@@ -272,7 +272,9 @@ def overview_chart(images: dict[str, dict], axes: BlockAxes, lang: str = "en", *
     panels = []
     for i, value in enumerate(VALUES):
         image = images[value]
-        picture = alt.Chart(span).mark_image(url=image["urls"][0], aspect=False, smooth=False) \
+        # crosshair cursor: a box can be dragged here (BRUSHES[i])
+        picture = alt.Chart(span).mark_image(url=image["urls"][0], aspect=False, smooth=False,
+                                             cursor="crosshair") \
             .encode(**_xy(axes, lang, show_y=i == 0)) \
             .add_params(alt.selection_interval(name=BRUSHES[i], encodings=["x", "y"]))
         # The legend comes from a colour channel: two invisible points at the domain's ends.
