@@ -46,11 +46,11 @@ def _fingerprint(analysis: Analysis) -> tuple:
 
 @st.cache_data(max_entries=32, show_spinner=False, hash_funcs={Analysis: _fingerprint})
 def _images(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: str,
-            shared: bool = True) -> dict[str, dict]:
-    """PNGs of the pooled panels of some heads, cached: moving the zoom window only moves its
-    outline, and switching views or back again pools nothing."""
+            shared: bool = True, values: tuple[str, ...] = charts.VALUES) -> dict[str, dict]:
+    """PNGs of the pooled panels (`values`) of some heads, cached: moving the zoom window only
+    moves its outline, and switching views or back again pools nothing."""
     pooled, _ = pooled_matrices(analysis, list(heads), max_blocks, how)   # each (h, b, b)
-    return charts.pooled_images({v: m.numpy() for v, m in pooled.items()}, shared)
+    return charts.pooled_images({v: m.numpy() for v, m in pooled.items()}, shared, values)
 
 
 def show(chart: alt.TopLevelMixin, width: str = "content", **kwargs) -> None:
@@ -220,7 +220,7 @@ def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
         how = _pool_picker(key_prefix) if blocks.size > 1 else "max"
         _pooled_notice(n, blocks, how, "hint_grid")
         st.caption(t("heatmap.grid_caption", heads=heads))
-        image = _images(analysis, tuple(range(heads)), GRID_BLOCKS, how)[value]
+        image = _images(analysis, tuple(range(heads)), GRID_BLOCKS, how, values=(value,))[value]
         chart = charts.heads_grid_image_chart(image, charts.block_axes(blocks, how), value,
                                               lang(), columns)
     show(chart)
