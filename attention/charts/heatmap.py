@@ -337,7 +337,9 @@ def _top_level(frame: pd.DataFrame, axes: CellAxes, canvas: bool | None = None) 
     big grids the canvas renderer, which draws thousands of rects faster than SVG."""
     props = {"data": cell_labels(frame) if axes.side <= NUMBERS_MAX else frame,
              "config": _NO_ARIA}
-    if canvas if canvas is not None else axes.side > NUMBERS_MAX * 2:
+    if canvas is None:
+        canvas = axes.side > NUMBERS_MAX * 2
+    if canvas:
         props["usermeta"] = CANVAS
     return props
 
