@@ -132,8 +132,7 @@ def draw_sweep(spec: AttentionSpec, sweep: pd.DataFrame, d_k: int) -> None:
     """(c) The same input projected with every d_k from 1 to 1024, the current one marked."""
     st.subheader(t("scores.sec_sweep"))
     st.caption(t("scores.sweep_caption", n=min(spec.n, SWEEP_MAX_TOKENS),
-                 heads=min(spec.heads, SWEEP_MAX_HEADS),
-                 d_k=d_k))
+                 heads=min(spec.heads, SWEEP_MAX_HEADS), d_k=d_k))
     if spec.source == "pretrained":
         st.caption(t("scores.sweep_pretrained"))
     chart = charts.sweep_chart(sweep, lang(), temperature=spec.temperature, current_dk=d_k)
