@@ -27,12 +27,6 @@ def causal_mask(n_q: int, n_k: int | None = None, *, device=None) -> torch.Tenso
     return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril(diagonal=n_k - n_q)
 
 
-def stable_softmax(logits: torch.Tensor) -> torch.Tensor:
-    """Row softmax over the last dim that tolerates -inf: a row of only -inf gives zeros."""
-    dead = logits.amax(dim=-1, keepdim=True) == float("-inf")     # (..., n_q, 1)
-    return _softmax_rows(logits, dead)
-
-
 def _softmax_rows(logits: torch.Tensor, dead: torch.Tensor | None) -> torch.Tensor:
     """torch.softmax (max-subtracted, one fused pass) with the rows flagged in `dead`
     (broadcastable to (..., n_q, 1)) set to zeros. Those rows are softmaxed as zeros first,

@@ -1,6 +1,6 @@
 """Is a higher attention score better? Small training experiments that answer: no.
 
-Task, "noisy evidence aggregation" (SCIENCE.md): each sample has 16 tokens of 10 features;
+Task, "noisy evidence aggregation" (docs/science.md): each sample has 16 tokens of 10 features;
 4 tokens are relevant. Feature 0 is a relevance cue r = 1[relevant] + 0.3 eps, feature 1 is
 evidence e = 1[relevant] * 0.5 * y + eps for the label y = +-1, the other 8 are noise.
 Averaging the evidence of the 4 relevant tokens is the best any model can do:
@@ -34,6 +34,7 @@ import pandas as pd
 import torch
 
 from . import core, metrics
+from .task import ARGMAX, MULTIPLIERS, multiplier_label
 
 N_TOKENS, N_FEATURES, N_RELEVANT = 16, 10, 4
 CUE_NOISE, SIGNAL = 0.3, 0.5
@@ -42,24 +43,12 @@ D_V = 16                                  # value size (the readout's input)
 LR = 1e-2
 EVAL_SIZE, EVAL_SEED = 8192, 20_250_101   # held-out set: the same for every model and seed
 EVAL_CHUNK = 1024                         # eval samples per forward pass (bounds memory at d_k 256)
-CEILING = 0.5 * (1.0 + math.erf(1.0 / math.sqrt(2.0)))     # Phi(1) = 0.8413
-ONE_TOKEN = 0.5 * (1.0 + math.erf(0.5 / math.sqrt(2.0)))   # Phi(0.5) = 0.6915
 
 SHARPEN_DK, SHARPEN_STEPS, SHARPEN_BATCH = 16, 300, 256
-MULTIPLIERS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
-ARGMAX = "argmax"
 SCALING_DKS, SCALING_STEPS, SCALING_BATCH = (16, 64, 256), 250, 128
 IMPORTANCE_SAMPLES = 64                   # eval samples in the attention-vs-importance view
 
 Progress = Callable[[float], None]        # called with the fraction done, 0..1
-
-
-def multiplier_label(m: float | str) -> str:
-    """'0', '0.5', '1', ... or 'argmax': the values of the `multiplier` column."""
-    return m if isinstance(m, str) else f"{m:g}"
-
-
-MULTIPLIER_LABELS = tuple(multiplier_label(m) for m in (*MULTIPLIERS, ARGMAX))
 
 
 @dataclass(frozen=True, eq=False)

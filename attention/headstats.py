@@ -1,6 +1,7 @@
 """Summaries of many heads at once: Clark et al. 2019's per-head table, attention rollout
-(Abnar and Zuidema 2020) and value-weighted norms (Kobayashi et al. 2020). Pure torch on
-weights that already came out of core.attention; nothing here computes attention.
+(Abnar and Zuidema 2020), value-weighted norms (Kobayashi et al. 2020) and the pooled grid of
+every head. Pure torch on weights that already came out of core.attention; nothing here
+computes attention. Definitions and their differences from the papers: docs/science.md.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from . import metrics
 CLS, SEP = "[CLS]", "[SEP]"
 HEAD_COLUMNS = ("entropy", "max_weight", "to_cls", "to_sep", "to_punct",
                 "to_prev", "to_next", "to_self")
+GRID_CELLS = 12    # a head in the grid is at most 12 x 12 blocks: 72 heads, <= 10,368 rects
 
 
 def is_punctuation(token: str) -> bool:
@@ -88,3 +90,42 @@ def value_weighted_norms(weights: torch.Tensor, f: torch.Tensor) -> torch.Tensor
     since alpha_ij >= 0 this is alpha_ij * ||f(x_j)||. Returns (..., n, n)."""
     norms = f.norm(dim=-1)                                                # (..., n)
     return weights * norms.unsqueeze(-2)                                  # (..., n, n)
+
+
+# ---- every head at a glance: the pooled grid of the Model heads page -------------------
+
+def block_matrices(n: int, cells: int) -> tuple[torch.Tensor, torch.Tensor, list[tuple[int, int]]]:
+    """Pooling for n positions into b = min(n, cells) contiguous blocks.
+
+    Returns mean_rows (b, n) averaging the queries of a block, sum_cols (b, n) adding up the
+    keys of a block, and each block's (first, last) position. mean_rows @ W @ sum_cols^T of a
+    row-stochastic W is row-stochastic: a block row is the share of its queries' attention
+    that lands on each key block."""
+    b = min(n, cells)
+    index = torch.arange(n) * b // n                                     # (n,) block of each position
+    member = torch.nn.functional.one_hot(index, b).T.to(torch.float32)   # (b, n)
+    mean_rows = member / member.sum(dim=1, keepdim=True)                 # (b, n)
+    spans = [(int(row.nonzero()[0]), int(row.nonzero()[-1])) for row in member]
+    return mean_rows, member, spans
+
+
+def _span_label(tokens, first: int, last: int) -> str:
+    return f"{tokens[first]} ·{first}" if first == last else f"·{first}–·{last}"
+
+
+def grid_frame(weights: torch.Tensor, tokens, cells: int = GRID_CELLS) -> pd.DataFrame:
+    """weights (layers, heads, n, n) -> one row per (layer, head, query block, key block):
+    layer, head, qb, kb (block index), query, key (labels), weight (pooled share)."""
+    layers, heads, n, _ = weights.shape
+    mean_rows, sum_cols, spans = block_matrices(n, cells)
+    pooled = mean_rows @ weights @ sum_cols.T                            # (layers, heads, b, b)
+    b = len(spans)
+    ll, hh, qq, kk = torch.meshgrid(torch.arange(layers), torch.arange(heads),
+                                    torch.arange(b), torch.arange(b), indexing="ij")
+    labels = pd.Series([_span_label(tokens, *s) for s in spans], dtype="string")
+    frame = pd.DataFrame({"layer": ll.flatten().numpy(), "head": hh.flatten().numpy(),
+                          "qb": qq.flatten().numpy(), "kb": kk.flatten().numpy(),
+                          "weight": pooled.flatten().numpy()})
+    frame["query"] = labels.iloc[frame["qb"]].to_numpy()
+    frame["key"] = labels.iloc[frame["kb"]].to_numpy()
+    return frame

@@ -6,7 +6,7 @@ the metrics of a (12, 2048, 2048) attention tensor need a few MB beside it.
 
 Gini, max weight and the Jacobian norm come from one sorted copy of each row (numpy's SIMD
 sort, 20x faster than torch.sort here); they are display metrics and carry no gradient.
-`entropy` and `participation` are plain torch and differentiable.
+`entropy` is plain torch and differentiable.
 """
 from __future__ import annotations
 
@@ -96,12 +96,6 @@ def effective_tokens(p: torch.Tensor) -> torch.Tensor:
     return entropy(p).exp()
 
 
-def participation(p: torch.Tensor) -> torch.Tensor:
-    """1 / sum p^2, the other common effective count; 0 for an all-zero row."""
-    s2 = _by_rows(lambda rows: torch.linalg.vecdot(rows, rows), p)
-    return torch.where(s2 > 0, 1.0 / s2.clamp_min(1e-30), torch.zeros_like(s2))
-
-
 def max_weight(p: torch.Tensor) -> torch.Tensor:
     """The largest weight of the row ("confidence", Voita et al. 2019)."""
     return p.amax(dim=-1)
@@ -117,35 +111,6 @@ def jacobian_norm(p: torch.Tensor) -> torch.Tensor:
     (4 tokens, one logit ahead by 20: 8.7e-9, where sum p^2 - 2 sum p^3 + (sum p^2)^2 in
     float32 gives 0 or noise)."""
     return _sorted_metrics(p)["jacobian_norm"]
-
-
-def js_divergence(p: torch.Tensor, q: torch.Tensor, *, smooth: float = 0.001) -> torch.Tensor:
-    """Jensen-Shannon divergence (nats) per row, after Clark et al. 2019's smoothing
-    p <- smooth/n + (1 - smooth) p. Zero for equal rows, at most ln 2."""
-    n = p.shape[-1]
-    p = smooth / n + (1.0 - smooth) * p
-    q = smooth / n + (1.0 - smooth) * q
-    m = 0.5 * (p + q)
-    kl_pm = torch.special.xlogy(p, p / m).sum(dim=-1)
-    kl_qm = torch.special.xlogy(q, q / m).sum(dim=-1)
-    return (0.5 * (kl_pm + kl_qm)).clamp_min(0.0)
-
-
-def js_distance(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """sqrt(JS divergence): a metric between rows."""
-    return js_divergence(p, q).sqrt()
-
-
-def head_distances(weights: torch.Tensor) -> torch.Tensor:
-    """weights: (heads, n, n) -> (heads, heads) mean JS distance over query rows.
-
-    One pair at a time, so memory stays at one (n, n) temporary however many heads."""
-    h = weights.shape[0]
-    dist = torch.zeros(h, h)                                              # (heads, heads)
-    for i in range(h):
-        for j in range(i + 1, h):
-            dist[i, j] = dist[j, i] = js_distance(weights[i], weights[j]).mean()
-    return dist
 
 
 ROW_METRICS = {

@@ -1,4 +1,6 @@
-"""Score analysis builders: their tables equal independent computations, and stay finite/small."""
+"""Score analysis: the tables (scorestats, saturation) equal independent computations, the
+findings (conclusions) carry the measured numbers, and the builders' charts stay finite and
+small."""
 import json
 import math
 
@@ -7,9 +9,10 @@ import pandas as pd
 import pytest
 import torch
 
-from attention import metrics
+from attention import metrics, saturation, scorestats
 from attention.analysis import DK_SWEEP, analyze, dk_sweep
 from attention.charts import scores
+from attention.conclusions import score_findings
 from attention.embed import embed
 from attention.export import chart_spec
 from attention.heads import project
@@ -48,7 +51,7 @@ def _p_by_hand(spec, scaled):
 def test_score_stats_match_torch_std(causal, temperature):
     spec = _spec(causal=causal, temperature=temperature)
     a = analyze(spec)
-    stats = scores.score_stats(a, scores.head_list(a, None)).set_index("series")
+    stats = scorestats.score_stats(a, scorestats.head_list(a, None)).set_index("series")
     raw = _raw_by_hand(spec).flatten()
     assert stats.loc["raw", "count"] == raw.numel() == 3 * (55 if causal else 100)
     assert stats.loc["raw", "std"] == pytest.approx(raw.std().item(), rel=1e-5)
@@ -62,7 +65,7 @@ def test_score_stats_match_torch_std(causal, temperature):
 def test_one_head_stats_are_that_heads_scores():
     spec = _spec()
     a = analyze(spec)
-    stats = scores.score_stats(a, [1]).set_index("series")
+    stats = scorestats.score_stats(a, [1]).set_index("series")
     raw = _raw_by_hand(spec)[1]
     assert stats.loc["raw", "std"] == pytest.approx(raw.std().item(), rel=1e-5)
     assert stats.loc["raw", "min"] == pytest.approx(raw.min().item(), rel=1e-6)
@@ -71,8 +74,8 @@ def test_one_head_stats_are_that_heads_scores():
 def test_histogram_counts_every_finite_score_once():
     spec = _spec()
     a = analyze(spec)
-    heads = scores.head_list(a, None)
-    hist = scores.score_histogram(a, heads, bins=20)
+    heads = scorestats.head_list(a, None)
+    hist = scorestats.score_histogram(a, heads, bins=20)
     raw = _raw_by_hand(spec).flatten().numpy()
     assert hist.groupby("series")["count"].sum().tolist() == [raw.size, raw.size]
     ref, edges = np.histogram(raw, bins=20, range=(raw.min(), raw.max()))
@@ -84,14 +87,14 @@ def test_histogram_counts_every_finite_score_once():
 
 def test_histogram_of_a_single_score_is_finite():
     a = analyze(AttentionSpec(tokens=("solo",), heads=1))
-    hist = scores.score_histogram(a, [0], bins=5)
+    hist = scorestats.score_histogram(a, [0], bins=5)
     assert hist["count"].sum() == 2 and np.isfinite(hist[["bin_start", "bin_end"]]).all().all()
 
 
 def test_row_metrics_equal_hand_computed_rows():
     spec = _spec()
     a = analyze(spec)
-    frame = scores.row_metric_frame(a, [0, 2]).set_index(["variant", "metric", "query_pos"])
+    frame = scorestats.row_metric_frame(a, [0, 2]).set_index(["variant", "metric", "query_pos"])
     for variant, scaled in (("scaled", True), ("unscaled", False)):
         p = _p_by_hand(spec, scaled)[[0, 2]]                               # (2, n, n)
         entropy = -(torch.where(p > 0, p * p.log(), torch.zeros_like(p))).sum(-1)
@@ -111,7 +114,7 @@ def test_row_metrics_equal_hand_computed_rows():
 def test_row_metric_bins_cover_every_row():
     spec = _spec()
     a = analyze(spec)
-    bins = scores.row_metric_bins(a, [0, 1, 2], bins=7)
+    bins = scorestats.row_metric_bins(a, [0, 1, 2], bins=7)
     counts = bins.groupby(["metric", "variant"])["count"].sum()
     assert (counts == 3 * spec.n).all() and len(counts) == 8
 
@@ -139,7 +142,7 @@ def test_sweep_rows_match_projections_by_hand():
 def test_saturation_frame_samples_real_rows():
     spec = _spec()
     a = analyze(spec)
-    pts = scores.saturation_frame(a, [0, 1, 2], max_points=12, seed=3)
+    pts = scorestats.saturation_frame(a, [0, 1, 2], max_points=12, seed=3)
     assert len(pts) == 24 and set(pts["variant"]) == {"scaled", "unscaled"}
     for r in pts.itertuples():
         m = a.scaled_metrics if r.variant == "scaled" else a.unscaled_metrics
@@ -151,14 +154,14 @@ def test_saturation_frame_samples_real_rows():
 
 
 def test_saturation_curve_is_the_jacobian_of_that_row():
-    curve = scores.saturation_curve(4, points=4)
+    curve = saturation.saturation_curve(4, points=4)
     for m, norm in zip(curve["max_weight"], curve["jacobian_norm"]):
         p = torch.tensor([m] + [(1 - m) / 3] * 3, dtype=torch.float64)
         jac = torch.diag(p) - torch.outer(p, p)                               # (4, 4)
         assert norm == pytest.approx(torch.linalg.matrix_norm(jac).item())
     assert curve["jacobian_norm"].iloc[0] == pytest.approx(math.sqrt(1 / 4 - 1 / 16))  # uniform
     assert curve["jacobian_norm"].iloc[-1] == pytest.approx(0.0, abs=1e-12)              # one-hot
-    # SCIENCE.md: 4 tokens, one logit ahead by 5: p_max 0.980, ||J||_F 2.8e-2
+    # docs/science.md: 4 tokens, one logit ahead by 5: p_max 0.980, ||J||_F 2.8e-2
     p = torch.softmax(torch.tensor([5.0, 0, 0, 0], dtype=torch.float64), 0)
     m = p.max().item()
     assert m == pytest.approx(0.980, abs=1e-3)
@@ -169,15 +172,15 @@ def test_summary_and_conclusions_carry_the_measured_numbers():
     spec = AttentionSpec(tokens=TOKENS, d_k=256, heads=2)
     a = analyze(spec)
     heads = [0, 1]
-    summ = scores.summary(a, heads)
+    summ = scorestats.summary(a, heads)
     p = _p_by_hand(spec, scaled=False)
-    sat = p.amax(-1) > scores.SATURATED
+    sat = p.amax(-1) > scorestats.SATURATED
     assert summ.loc["unscaled", "max_weight"] == pytest.approx(p.amax(-1).mean().item(), rel=1e-5)
     assert summ.loc["unscaled", "saturated"] == pytest.approx(sat.double().mean().item())
-    stats = scores.score_stats(a, heads)
+    stats = scorestats.score_stats(a, heads)
     sweep = dk_sweep(spec)
-    en = scores.conclusions(summ, stats, sweep, 256, "en")
-    zh = scores.conclusions(summ, stats, sweep, 256, "zh")
+    en = score_findings(summ, stats, sweep, 256, "en")
+    zh = score_findings(summ, stats, sweep, 256, "zh")
     assert len(en) == len(zh) == 5
     u_max = f"{summ.loc['unscaled', 'max_weight']:.2f}"
     assert u_max in en[1] and u_max in zh[1]
@@ -190,8 +193,8 @@ def test_conclusions_follow_the_numbers_not_a_script():
     """At d_k = 1 scaling changes nothing: the sentences must say so, not claim sharpening."""
     spec = AttentionSpec(tokens=TOKENS, d_k=1, heads=2)
     a = analyze(spec)
-    summ = scores.summary(a, [0, 1])
-    lines = scores.conclusions(summ, scores.score_stats(a, [0, 1]), dk_sweep(spec), 1, "en")
+    summ = scorestats.summary(a, [0, 1])
+    lines = score_findings(summ, scorestats.score_stats(a, [0, 1]), dk_sweep(spec), 1, "en")
     assert lines[1].startswith("Here the unscaled rows are not sharper")
 
 
@@ -203,14 +206,14 @@ def _datasets(chart):
 def test_every_chart_dataset_is_finite_and_small_under_a_causal_mask():
     spec = _spec()
     a = analyze(spec)
-    heads = scores.head_list(a, None)
-    stats = scores.score_stats(a, heads)
+    heads = scorestats.head_list(a, None)
+    stats = scorestats.score_stats(a, heads)
     charts = [
-        scores.score_distribution_chart(scores.score_histogram(a, heads, stats), stats, "en"),
-        scores.row_metric_chart(scores.row_metric_frame(a, heads), a.tokens, "zh"),
-        scores.row_metric_hist_chart(scores.row_metric_bins(a, heads), "en"),
+        scores.score_distribution_chart(scorestats.score_histogram(a, heads, stats), stats, "en"),
+        scores.row_metric_chart(scorestats.row_metric_frame(a, heads), a.tokens, "zh"),
+        scores.row_metric_hist_chart(scorestats.row_metric_bins(a, heads), "en"),
         scores.sweep_chart(dk_sweep(spec), "en", current_dk=64),
-        scores.saturation_chart(scores.saturation_frame(a, heads), scores.saturation_curve(a.n),
+        scores.saturation_chart(scorestats.saturation_frame(a, heads), saturation.saturation_curve(a.n),
                                 a.n, "en"),
     ]
     for chart in charts:

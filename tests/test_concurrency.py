@@ -67,7 +67,7 @@ async def one_session(browser, base: str, i: int, start: asyncio.Event) -> dict:
 
     spec = SPECS[i]
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.set_default_timeout(TIMEOUT)                 # 8 sessions share 2 busy cores
+    context.set_default_timeout(TIMEOUT)                 # 8 sessions share the same cores
     context.set_default_navigation_timeout(TIMEOUT)
     try:
         page = await context.new_page()
@@ -119,8 +119,8 @@ async def all_sessions(base: str) -> list:
 
 
 def poll_health(url: str, stop: threading.Event, answers: list, waits: list) -> None:
-    """GET /_stcore/health every 0.25 s. The timeout is generous: on a 2-core test box the
-    server shares the cores with 8 Chromium renderers, and a slow answer is not a refusal."""
+    """GET /_stcore/health every 0.25 s. The timeout is generous: the server shares the
+    machine's cores with 8 Chromium renderers, and a slow answer is not a refusal."""
     while not stop.is_set():
         began = time.monotonic()
         try:

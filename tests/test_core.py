@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from attention.core import attention, causal_mask, stable_softmax
+from attention.core import attention, causal_mask
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 
@@ -146,8 +146,9 @@ def test_logits_of_1e4_stay_finite():
     assert torch.equal(res.weights[0], torch.tensor([1.0, 0.0, 0.0]))
     assert torch.equal(res.weights[1], torch.tensor([0.0, 0.0, 1.0]))
     assert torch.allclose(res.weights[2], torch.full((3,), 1 / 3))
-    assert torch.equal(stable_softmax(torch.tensor([1000.0, 0.0, -1000.0])),
-                       torch.tensor([1.0, 0.0, 0.0]))
+    # logits (1000, 0, -1000): a naive exp/sum gives NaN, max-subtraction gives (1, 0, 0)
+    wide = attention(torch.tensor([[1000.0]]), k, v, scale=1.0)
+    assert torch.equal(wide.weights[0], torch.tensor([1.0, 0.0, 0.0]))
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.01])
@@ -166,11 +167,14 @@ def test_inputs_up_to_1e30_stay_finite(temperature):
     assert torch.equal(res.weights[..., 1:, :], best)
 
 
-def test_stable_softmax_all_minus_inf_row_is_zero():
-    logits = torch.tensor([[0.0, 1.0], [-math.inf, -math.inf], [-math.inf, 2.0]])
-    w = stable_softmax(logits)
+def test_rows_with_masked_cells_by_hand():
+    """Logits (0, 1), (all masked), (masked, 2): softmax, zeros, one-hot on the open key."""
+    q = torch.tensor([[1.0], [1.0], [2.0]])
+    k = torch.tensor([[0.0], [1.0]])                    # logits q_i * k_j at scale 1
+    mask = torch.tensor([[True, True], [False, False], [False, True]])
+    w = attention(q, k, torch.eye(2), scale=1.0, mask=mask).weights
     assert torch.equal(w[1], torch.zeros(2)) and torch.equal(w[2], torch.tensor([0.0, 1.0]))
-    assert torch.allclose(w[0], torch.softmax(logits[0], -1))
+    assert torch.allclose(w[0], torch.softmax(torch.tensor([0.0, 1.0]), -1))
 
 
 def test_gradients_match_sdpa_and_stay_finite():

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from attention import core
+from attention import core, task
 from attention import experiment as ex
 
 SEEDS = (0, 1, 2)
@@ -24,7 +24,7 @@ def scaling():
     return ex.scaling_sweep(seeds=SEEDS)
 
 
-def noise_bound(p: float = ex.CEILING, z: float = 4.0) -> float:
+def noise_bound(p: float = task.CEILING, z: float = 4.0) -> float:
     """z standard errors of an accuracy p measured on the held-out set."""
     return z * math.sqrt(p * (1 - p) / ex.EVAL_SIZE)
 
@@ -81,8 +81,8 @@ def test_scaling_sweep_has_one_row_per_run(scaling):
 def test_no_accuracy_beats_the_ceiling_by_more_than_noise(study, scaling):
     """Phi(1) is the Bayes ceiling: an oracle that knows the relevant tokens and averages
     their evidence. Above it by more than 4 standard errors would mean a leak."""
-    assert ex.CEILING == pytest.approx(0.8413, abs=1e-4)
-    limit = ex.CEILING + noise_bound()
+    assert task.CEILING == pytest.approx(0.8413, abs=1e-4)
+    limit = task.CEILING + noise_bound()
     assert study.sweep["accuracy"].max() <= limit
     assert scaling["accuracy"].max() <= limit
 
@@ -98,9 +98,9 @@ def test_the_task_has_the_advertised_ceiling_and_floor():
     first_relevant = evidence.gather(1, data.relevant.float().argmax(-1, keepdim=True))[:, 0]
     uniform = evidence.mean(-1) > 0
     acc = lambda pred: (pred == truth).float().mean().item()
-    assert acc(oracle) == pytest.approx(ex.CEILING, abs=noise_bound(ex.CEILING))
-    assert acc(first_relevant > 0) == pytest.approx(ex.ONE_TOKEN, abs=noise_bound(ex.ONE_TOKEN))
-    assert acc(uniform) == pytest.approx(ex.ONE_TOKEN, abs=noise_bound(ex.ONE_TOKEN))
+    assert acc(oracle) == pytest.approx(task.CEILING, abs=noise_bound(task.CEILING))
+    assert acc(first_relevant > 0) == pytest.approx(task.ONE_TOKEN, abs=noise_bound(task.ONE_TOKEN))
+    assert acc(uniform) == pytest.approx(task.ONE_TOKEN, abs=noise_bound(task.ONE_TOKEN))
 
 
 # ---- reproducibility -----------------------------------------------------------------------
@@ -178,7 +178,7 @@ def test_argmax_is_one_hot_on_the_cores_top_score(monkeypatch):
     head = ex.trained_head(seed=0)
     x = ex.eval_batch().x[None, :32]                                      # (1, 32, n, f)
     result, v = head.attend(x)
-    logit, weights = head.run(x, ex.ARGMAX)
+    logit, weights = head.run(x, task.ARGMAX)
     top = result.scores[0, :, 0].argmax(-1)                               # (32,)
     assert torch.equal(weights[0].argmax(-1), top)
     assert torch.equal(weights.sum(-1), torch.ones(1, 32))

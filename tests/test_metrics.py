@@ -1,4 +1,5 @@
-"""Row metrics against hand values, SCIENCE.md's Jacobian table and explicit references."""
+"""Row metrics against hand values, the Jacobian table of docs/science.md and explicit
+references."""
 from __future__ import annotations
 
 import math
@@ -7,9 +8,8 @@ import pytest
 import torch
 
 from attention import metrics
-from attention.metrics import (ROW_METRICS, effective_tokens, entropy, gini, head_distances,
-                               jacobian_norm, js_distance, js_divergence, max_weight,
-                               participation, row_metrics)
+from attention.metrics import (ROW_METRICS, effective_tokens, entropy, gini, jacobian_norm,
+                               max_weight, row_metrics)
 
 
 def random_rows(*shape, seed=0, spread=3.0):
@@ -28,7 +28,6 @@ def test_uniform_row(n):
     p = torch.full((n,), 1.0 / n)
     assert entropy(p).item() == pytest.approx(math.log(n), abs=1e-5)
     assert effective_tokens(p).item() == pytest.approx(n, rel=1e-5)
-    assert participation(p).item() == pytest.approx(n, rel=1e-5)
     assert gini(p).item() == pytest.approx(0.0, abs=1e-5)
     assert max_weight(p).item() == pytest.approx(1.0 / n)
     # diag(p) - p p^T for uniform p: (n - 1) / n^2 on the diagonal, -1/n^2 elsewhere
@@ -41,17 +40,16 @@ def test_one_hot_row(n):
     p[n // 2] = 1.0
     assert entropy(p).item() == 0.0
     assert effective_tokens(p).item() == 1.0
-    assert participation(p).item() == 1.0
     assert gini(p).item() == pytest.approx(1.0 - 1.0 / n, abs=1e-6)
     assert max_weight(p).item() == 1.0
     assert jacobian_norm(p).item() == 0.0
     if n == 16:
-        assert gini(p).item() == pytest.approx(0.9375)  # SCIENCE.md
+        assert gini(p).item() == pytest.approx(0.9375)  # docs/science.md
 
 
 @pytest.mark.parametrize("gap, norm, p_max", [(0, 0.433, 0.25), (5, 2.8e-2, 0.980),
                                               (10, 1.9e-4, None), (20, 8.7e-9, None)])
-def test_jacobian_gap_table_of_science_md(gap, norm, p_max):
+def test_jacobian_gap_table_of_the_science_doc(gap, norm, p_max):
     """4 tokens, one logit ahead by g (float32 weights, as the dashboard computes them)."""
     p = torch.softmax(torch.tensor([float(gap), 0.0, 0.0, 0.0]), -1)
     assert jacobian_norm(p).item() == pytest.approx(norm, rel=0.03)
@@ -76,7 +74,7 @@ def test_masked_rows_are_all_zero_metrics():
     p[1, 2] = 1.0
     m = row_metrics(p)
     assert m["entropy"][0] == 0 and m["max_weight"][0] == 0 and m["gini"][0] == 0
-    assert m["jacobian_norm"][0] == 0 and participation(p)[0] == 0
+    assert m["jacobian_norm"][0] == 0
     assert all(torch.isfinite(v).all() for v in m.values())
 
 
@@ -89,10 +87,9 @@ def test_gini_by_hand():
     assert gini(p).item() == pytest.approx(mad.item(), rel=1e-9)
 
 
-def test_entropy_and_participation_by_hand():
+def test_entropy_by_hand():
     p = torch.tensor([0.5, 0.25, 0.25])
     assert entropy(p).item() == pytest.approx(1.5 * math.log(2), rel=1e-6)
-    assert participation(p).item() == pytest.approx(1 / 0.375, rel=1e-6)
 
 
 def test_row_metrics_equal_the_single_functions_and_keep_shape():
@@ -118,44 +115,3 @@ def test_entropy_is_differentiable():
     z = torch.randn(3, 5, requires_grad=True)
     entropy(torch.softmax(z, -1)).sum().backward()
     assert torch.isfinite(z.grad).all() and z.grad.abs().sum() > 0
-
-
-def hand_js(p, q, smooth=0.001):
-    n = len(p)
-    p = [smooth / n + (1 - smooth) * x for x in p]
-    q = [smooth / n + (1 - smooth) * x for x in q]
-    m = [(a + b) / 2 for a, b in zip(p, q)]
-    kl = lambda a, b: sum(x * math.log(x / y) for x, y in zip(a, b))  # noqa: E731
-    return 0.5 * kl(p, m) + 0.5 * kl(q, m)
-
-
-def test_js_divergence_by_hand():
-    p, q = [0.7, 0.2, 0.1, 0.0], [0.1, 0.1, 0.4, 0.4]
-    ours = js_divergence(torch.tensor(p, dtype=torch.float64), torch.tensor(q, dtype=torch.float64))
-    assert ours.item() == pytest.approx(hand_js(p, q), rel=1e-9)
-    assert js_distance(torch.tensor(p), torch.tensor(q)).item() == pytest.approx(
-        math.sqrt(hand_js(p, q)), rel=1e-5)
-    # disjoint one-hot rows: ln 2 without smoothing, a little under it with
-    one, two = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
-    assert js_divergence(one, two, smooth=0.0).item() == pytest.approx(math.log(2), rel=1e-6)
-    assert js_divergence(one, two).item() < math.log(2)
-
-
-def test_js_divergence_symmetric_zero_and_bounded():
-    p, q = random_rows(50, 12, seed=1), random_rows(50, 12, seed=2, spread=10)
-    assert torch.allclose(js_divergence(p, q), js_divergence(q, p))
-    assert torch.allclose(js_divergence(p, p), torch.zeros(50), atol=1e-7)
-    assert (js_divergence(p, q) <= math.log(2)).all() and (js_divergence(p, q) >= 0).all()
-
-
-def test_head_distances():
-    w = random_rows(4, 6, 6, seed=5)
-    w[2] = w[0]                                  # two identical heads
-    d = head_distances(w)
-    assert d.shape == (4, 4)
-    assert torch.allclose(d, d.T) and torch.equal(torch.diag(d), torch.zeros(4))
-    assert d[0, 2].item() == pytest.approx(0.0, abs=1e-3)
-    expected = js_distance(w[1], w[3]).mean()
-    assert d[1, 3].item() == pytest.approx(expected.item(), rel=1e-6)
-    hand = sum(math.sqrt(hand_js(w[1, i].tolist(), w[3, i].tolist())) for i in range(6)) / 6
-    assert d[1, 3].item() == pytest.approx(hand, rel=1e-4)

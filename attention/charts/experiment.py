@@ -1,8 +1,7 @@
-"""Charts and measured conclusions of the "Is sharper better?" page (attention/experiment.py).
-
-Builders: DataFrame in, altair chart out. Conclusions: the sentence under each chart, filled
-in from the measured numbers (never a fixed sentence). Text comes from
-attention/locales/<lang>/sharper.toml through `translate` (no streamlit here).
+"""Charts of the "Is sharper better?" page: DataFrame in (attention/experiment.py's tables),
+altair chart out, no torch. The sentence under each chart is written from the same tables by
+attention/conclusions.py. Text comes from attention/locales/<lang>/sharper.toml through
+`translate` (no streamlit here).
 """
 from __future__ import annotations
 
@@ -10,32 +9,23 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .. import experiment as ex
 from ..i18n import translate
+from ..task import ARGMAX, CEILING, ONE_TOKEN, m_label, multiplier_label
+from .size import natural_size
 
 SCALED_COLORS = {True: "#1f77b4", False: "#d62728"}
 RELEVANT_COLORS = {True: "#2ca02c", False: "#9e9e9e"}
 POINT_COLOR = "#1f77b4"
-# Single-view charts keep their own size: Streamlit's default "fit" squeezes the title,
-# legend and axes into the height and leaves the plot a sliver.
-NATURAL_SIZE = alt.AutoSizeParams(type="pad")
-GAP = 0.01     # accuracy differences below this are called a tie in the conclusions
-STRONG_AGREEMENT = 0.9   # top-token agreement from which attention is called a fair guide
 
 
 def _t(lang: str, key: str, **values) -> str:
     return translate(lang, f"sharper.{key}", **values)
 
 
-def m_label(multiplier: str, lang: str) -> str:
-    """'m = 2' or the word for argmax: how a point of the sweep is labelled."""
-    return _t(lang, "argmax") if multiplier == ex.ARGMAX else _t(lang, "m_is", m=multiplier)
-
-
 def _ceilings(lang: str) -> pd.DataFrame:
-    return pd.DataFrame({"accuracy": [ex.CEILING, ex.ONE_TOKEN],
-                         "reference": [_t(lang, "ref_ceiling", value=ex.CEILING),
-                                       _t(lang, "ref_one_token", value=ex.ONE_TOKEN)]})
+    return pd.DataFrame({"accuracy": [CEILING, ONE_TOKEN],
+                         "reference": [_t(lang, "ref_ceiling", value=CEILING),
+                                       _t(lang, "ref_one_token", value=ONE_TOKEN)]})
 
 
 def _reference_rules(lang: str) -> alt.Chart:
@@ -109,20 +99,12 @@ def mass_chart(sweep: pd.DataFrame, lang: str, width: int = 520,
                height: int = 260) -> alt.LayerChart:
     """Share of attention on the 4 relevant tokens against accuracy, labelled by m."""
     data = _sweep_points(sweep, lang)
-    return _labelled_curve(
+    chart = _labelled_curve(
         data, alt.X("relevant_mass:Q", title=_t(lang, "axis_relevant_mass"),
                     scale=alt.Scale(domain=[0, 1.12], nice=False),
                     axis=alt.Axis(format="%", values=[0, 0.2, 0.4, 0.6, 0.8, 1.0])),
-        lang, _t(lang, "title_mass"), width, height).properties(autosize=NATURAL_SIZE)
-
-
-def scaling_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Mean, std (0 for one seed) and count over seeds per (d_k, scaled)."""
-    grouped = table.groupby(["d_k", "scaled"], sort=True)
-    out = grouped[["accuracy", "max_weight", "effective_tokens"]].mean()
-    out["accuracy_std"] = grouped["accuracy"].std(ddof=1).fillna(0.0)
-    out["seeds"] = grouped["seed"].count()
-    return out.reset_index()
+        lang, _t(lang, "title_mass"), width, height)
+    return natural_size(chart)
 
 
 def _variant(table: pd.DataFrame, lang: str) -> pd.DataFrame:
@@ -183,7 +165,7 @@ def sample_chart(sample: pd.DataFrame, lang: str, width: int = 330,
     tokens in green. Bars are keyed by position."""
     data, color = _relevance(sample, lang)
     panels = []
-    for multiplier in (ex.multiplier_label(1.0), ex.ARGMAX):
+    for multiplier in (multiplier_label(1.0), ARGMAX):
         part = data[data["multiplier"] == multiplier]
         bars = alt.Chart(part).mark_bar().encode(
             x=alt.X("position:O", title=_t(lang, "axis_position"), axis=alt.Axis(labelAngle=0)),
@@ -201,7 +183,7 @@ def importance_chart(importance: pd.DataFrame, lang: str, width: int = 760,
                      height: int = 320) -> alt.Chart:
     """Each token's attention weight against its leave-one-out effect on the output."""
     data, color = _relevance(importance, lang)
-    return alt.Chart(data).mark_circle(size=28, opacity=0.6).encode(
+    chart = alt.Chart(data).mark_circle(size=28, opacity=0.6).encode(
         x=alt.X("weight:Q", title=_t(lang, "axis_weight")),
         y=alt.Y("effect:Q", title=_t(lang, "axis_effect")),
         color=color,
@@ -210,79 +192,5 @@ def importance_chart(importance: pd.DataFrame, lang: str, width: int = 760,
                  alt.Tooltip("kind:N", title=" "),
                  alt.Tooltip("weight:Q", title=_t(lang, "axis_weight"), format=".3f"),
                  alt.Tooltip("effect:Q", title=_t(lang, "axis_effect"), format=".3f")],
-    ).properties(width=width, height=height, autosize=NATURAL_SIZE)
-
-
-# ---- conclusions, from the measured numbers ------------------------------------------------
-
-def sharpening_conclusion(sweep: pd.DataFrame, lang: str) -> str:
-    """Where accuracy peaks, and what the sharpest and the flattest attention score."""
-    rows = sweep.set_index("multiplier")
-    best = rows["accuracy"].idxmax()
-    sharp, flat = rows.loc[ex.ARGMAX], rows.loc[ex.multiplier_label(0.0)]
-    values = dict(best=m_label(best, lang), best_acc=rows.loc[best, "accuracy"],
-                  best_max=rows.loc[best, "max_weight"],
-                  best_eff=rows.loc[best, "effective_tokens"],
-                  sharp_acc=sharp["accuracy"], sharp_max=sharp["max_weight"],
-                  flat_acc=flat["accuracy"], ceiling=ex.CEILING)
-    key = "sharpening_peak" if sharp["accuracy"] < values["best_acc"] - GAP else "sharpening_flat"
-    return _t(lang, key, **values)
-
-
-def mass_conclusion(sweep: pd.DataFrame, lang: str) -> str:
-    """More weight on the right tokens, yet a worse model (or not, if that is what happened)."""
-    rows = sweep.set_index("multiplier")
-    one, sharp = rows.loc[ex.multiplier_label(1.0)], rows.loc[ex.ARGMAX]
-    most = rows["relevant_mass"].idxmax()
-    best = rows["accuracy"].idxmax()
-    values = dict(mass_one=one["relevant_mass"], acc_one=one["accuracy"],
-                  mass_sharp=sharp["relevant_mass"], acc_sharp=sharp["accuracy"],
-                  most=m_label(most, lang), most_mass=rows.loc[most, "relevant_mass"],
-                  most_acc=rows.loc[most, "accuracy"], best=m_label(best, lang),
-                  best_mass=rows.loc[best, "relevant_mass"], best_acc=rows.loc[best, "accuracy"])
-    worse = rows.loc[most, "accuracy"] < rows.loc[best, "accuracy"] - GAP
-    return _t(lang, "mass_worse" if worse else "mass_same", **values)
-
-
-def scaling_conclusion(table: pd.DataFrame, lang: str) -> str:
-    """The gap at the largest d_k (mean +- std over seeds) and at the smallest."""
-    summary = scaling_summary(table).set_index(["d_k", "scaled"])
-    d_ks = sorted(set(table["d_k"]))
-    big, small = d_ks[-1], d_ks[0]
-    s, u = summary.loc[(big, True)], summary.loc[(big, False)]
-    values = dict(d_k=big, acc_s=s["accuracy"], sd_s=s["accuracy_std"], acc_u=u["accuracy"],
-                  sd_u=u["accuracy_std"], max_u=u["max_weight"], eff_u=u["effective_tokens"],
-                  max_s=s["max_weight"], seeds=int(s["seeds"]), small=small,
-                  gap_small=summary.loc[(small, True), "accuracy"]
-                  - summary.loc[(small, False), "accuracy"])
-    key = "scaling_worse" if u["accuracy"] < s["accuracy"] - GAP else "scaling_same"
-    return _t(lang, key, **values)
-
-
-def sample_conclusion(sample: pd.DataFrame, accuracy: dict[str, float], lang: str) -> str:
-    """How this sample's attention is spread at m = 1 and where argmax puts all of it."""
-    soft = sample[sample["multiplier"] == ex.multiplier_label(1.0)]
-    hard = sample[sample["multiplier"] == ex.ARGMAX]
-    pick = hard.loc[hard["weight"].idxmax()]
-    return _t(lang, "sample", mass=float(soft.loc[soft["relevant"], "weight"].sum()),
-              max_w=float(soft["weight"].max()), relevant=int(soft["relevant"].sum()),
-              pos=int(pick["position"]),
-              kind=_t(lang, "kind_relevant" if pick["relevant"] else "kind_noise"),
-              acc_one=accuracy[ex.multiplier_label(1.0)], acc_sharp=accuracy[ex.ARGMAX])
-
-
-def top_agreement(importance: pd.DataFrame) -> float:
-    """Share of samples whose most-attended token is also the one with the largest effect."""
-    by_sample = importance.groupby("sample")
-    top_w = importance.loc[by_sample["weight"].idxmax(), ["sample", "position"]]
-    top_e = importance.loc[by_sample["effect"].idxmax(), ["sample", "position"]]
-    return float((top_w["position"].to_numpy() == top_e["position"].to_numpy()).mean())
-
-
-def importance_conclusion(importance: pd.DataFrame, pooled: float, within: float,
-                          lang: str) -> str:
-    """Rank correlation, and how often the most-attended token is the most important one."""
-    top = top_agreement(importance)
-    return _t(lang, "importance_strong" if top >= STRONG_AGREEMENT else "importance",
-              points=len(importance), samples=importance["sample"].nunique(), pooled=pooled,
-              within=within, top=top, miss=1.0 - top)
+    ).properties(width=width, height=height)
+    return natural_size(chart)

@@ -1,7 +1,8 @@
 """Charts of the Heatmap page: the attention matrix, scaled vs unscaled, and their difference.
 
-Three kinds of grid (DESIGN.md: one rect per cell costs ~1.6 s at 128 x 128 and ~12.5 s at
-512 x 512 in Chromium, so only small grids are drawn rect by rect):
+Three kinds of grid (a browser's time to draw one rect per cell grows with the cell count and
+reaches seconds at a few hundred tokens: docs/architecture.md, "Long inputs"; so only small
+grids are drawn rect by rect):
 
 - cells (`CellAxes`): one rect per (query, key) cell of a window, from `frames.cells`. Axes
   are ordinal on POSITION, labelled with the token text through labelExpr, so repeated
@@ -22,15 +23,17 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
 from ..i18n import translate
-from ..pooling import Blocks
 from . import colors
+
+if TYPE_CHECKING:                 # pooling imports torch; a chart only reads n and size
+    from ..pooling import Blocks
 
 VALUES = ("weight", "unscaled_weight", "difference")   # the three panels, left to right
 WEIGHT_SCHEME, DIFF_SCHEME = "blues", "redblue"
@@ -164,7 +167,7 @@ def color_scale(frame: pd.DataFrame, value: str, shared: bool = True) -> alt.Sca
 def _numbers(base: alt.Chart, value: str, scale: alt.Scale, step: float) -> alt.Chart:
     """The value printed in each cell (the `label_<value>` column of `cell_labels`), white on
     dark cells. Channels are given as typed objects: altair validates dict-shaped ones
-    (alt.condition) against the schema, which costs ~0.1 s per panel."""
+    (alt.condition) against the JSON schema, a cost paid again for every panel."""
     lo, hi = scale.domain
     dark = f"datum.{value} > {hi * 0.55}" if value != "difference" else \
         f"abs(datum.{value}) > {hi * 0.6}"
@@ -333,8 +336,9 @@ def _head_expr(lang: str) -> str:
 
 def _top_level(frame: pd.DataFrame, axes: CellAxes, canvas: bool | None = None) -> dict:
     """Top-level chart properties, given at construction (each altair method call deep-copies
-    the whole chart, which cost ~0.5 s per big chart): the data, no per-mark ARIA, and for
-    big grids the canvas renderer, which draws thousands of rects faster than SVG."""
+    the whole chart, so on a big chart every call costs as much as building it): the data, no
+    per-mark ARIA, and for big grids the canvas renderer, which draws thousands of rects
+    faster than SVG."""
     props = {"data": cell_labels(frame) if axes.side <= NUMBERS_MAX else frame,
              "config": _NO_ARIA}
     if canvas is None:
@@ -345,8 +349,8 @@ def _top_level(frame: pd.DataFrame, axes: CellAxes, canvas: bool | None = None) 
 
 
 def fast_spec(chart: alt.TopLevelMixin) -> dict:
-    """The chart's Vega-Lite dict without altair's JSON-schema validation, which takes about
-    half a second per heatmap on a small machine (most of a page rerun); the builders' output
+    """The chart's Vega-Lite dict without altair's JSON-schema validation, which on a big
+    heatmap takes longer than building the chart (most of a page rerun); the builders' output
     is validated by the tests instead. The top-level DataFrame stays a DataFrame, as the
     dataset "cells", for Streamlit to ship as Arrow (st.vega_lite_chart moves it out of the
     spec), so no row limit or JSON conversion applies."""

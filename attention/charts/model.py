@@ -1,9 +1,10 @@
 """Charts of the Model heads page: every head at a glance, the per-head statistics, rollout
 and the value-weighted view.
 
-Data functions turn tensors into small tidy tables (the 6 x 12 grid is pooled to at most
-GRID_CELLS x GRID_CELLS blocks per head, so it stays a few thousand rects whatever the text
-length); builders turn tables into altair charts. Labels come from
+Builders turn small tidy tables into altair charts; the tables come from attention/headstats.py
+(the per-head table and the 6 x 12 grid, pooled to at most GRID_CELLS x GRID_CELLS blocks per
+head, so it stays a few thousand rects whatever the text length) or from `matrix_frame` and
+`norm_frame` here, which only reshape an array they are given. No torch here. Labels come from
 attention/locales/<lang>/model.toml through `translate` (no streamlit here).
 """
 from __future__ import annotations
@@ -11,14 +12,13 @@ from __future__ import annotations
 import json
 
 import altair as alt
+import numpy as np
 import pandas as pd
-import torch
 
-from ..headstats import HEAD_COLUMNS
 from ..i18n import translate
 from .scores import position_label_expr
+from .size import natural_size
 
-GRID_CELLS = 12    # a head in the grid is at most 12 x 12 blocks: 72 heads, <= 10,368 rects
 GRID_PICK = "pick"  # name of the grid's click selection (fields layer, head)
 
 
@@ -30,50 +30,7 @@ def _js(value) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def natural_size(chart):
-    """Width/height are the plotting area; axes and legend come on top (Streamlit otherwise
-    fits the whole chart, labels included, into width x height)."""
-    return chart.properties(autosize=alt.AutoSizeParams(type="pad", contains="padding"))
-
-
 # ---- the 6 x 12 grid -------------------------------------------------------------------
-
-def block_matrices(n: int, cells: int) -> tuple[torch.Tensor, torch.Tensor, list[tuple[int, int]]]:
-    """Pooling for n positions into b = min(n, cells) contiguous blocks.
-
-    Returns mean_rows (b, n) averaging the queries of a block, sum_cols (b, n) adding up the
-    keys of a block, and each block's (first, last) position. mean_rows @ W @ sum_cols^T of a
-    row-stochastic W is row-stochastic: a block row is the share of its queries' attention
-    that lands on each key block."""
-    b = min(n, cells)
-    index = torch.arange(n) * b // n                                     # (n,) block of each position
-    member = torch.nn.functional.one_hot(index, b).T.to(torch.float32)   # (b, n)
-    mean_rows = member / member.sum(dim=1, keepdim=True)                 # (b, n)
-    spans = [(int(row.nonzero()[0]), int(row.nonzero()[-1])) for row in member]
-    return mean_rows, member, spans
-
-
-def _span_label(tokens, first: int, last: int) -> str:
-    return f"{tokens[first]} ·{first}" if first == last else f"·{first}–·{last}"
-
-
-def grid_frame(weights: torch.Tensor, tokens, cells: int = GRID_CELLS) -> pd.DataFrame:
-    """weights (layers, heads, n, n) -> one row per (layer, head, query block, key block):
-    layer, head, qb, kb (block index), query, key (labels), weight (pooled share)."""
-    layers, heads, n, _ = weights.shape
-    mean_rows, sum_cols, spans = block_matrices(n, cells)
-    pooled = mean_rows @ weights @ sum_cols.T                            # (layers, heads, b, b)
-    b = len(spans)
-    ll, hh, qq, kk = torch.meshgrid(torch.arange(layers), torch.arange(heads),
-                                    torch.arange(b), torch.arange(b), indexing="ij")
-    labels = pd.Series([_span_label(tokens, *s) for s in spans], dtype="string")
-    frame = pd.DataFrame({"layer": ll.flatten().numpy(), "head": hh.flatten().numpy(),
-                          "qb": qq.flatten().numpy(), "kb": kk.flatten().numpy(),
-                          "weight": pooled.flatten().numpy()})
-    frame["query"] = labels.iloc[frame["qb"]].to_numpy()
-    frame["key"] = labels.iloc[frame["kb"]].to_numpy()
-    return frame
-
 
 def grid_chart(frame: pd.DataFrame, lang: str, *, current: tuple[int, int] | None = None,
                cell_px: int = 5) -> alt.LayerChart:
@@ -121,8 +78,10 @@ def grid_chart(frame: pd.DataFrame, lang: str, *, current: tuple[int, int] | Non
 # ---- per-head statistics ------------------------------------------------------------------
 
 def head_stat_chart(table: pd.DataFrame, column: str, lang: str) -> alt.Chart:
-    """One statistic of the per-head table as a layers x heads heatmap."""
-    if column not in HEAD_COLUMNS:
+    """One statistic of the per-head table (headstats.head_table) as a layers x heads
+    heatmap; the tooltip shows every statistic of the table."""
+    stats = [c for c in table.columns if c not in ("layer", "head")]
+    if column not in stats:
         raise ValueError(f"unknown head statistic {column!r}")
     heads = int(table["head"].max()) + 1
     layers = int(table["layer"].max()) + 1
@@ -135,18 +94,20 @@ def head_stat_chart(table: pd.DataFrame, column: str, lang: str) -> alt.Chart:
         tooltip=[alt.Tooltip("layer:Q", title=_t(lang, "layer")),
                  alt.Tooltip("head:Q", title=_t(lang, "head")),
                  *[alt.Tooltip(f"{c}:Q", title=_t(lang, f"col_{c}"), format=".3f")
-                   for c in HEAD_COLUMNS]],
+                   for c in stats]],
     ).properties(width=heads * 34, height=layers * 30))
 
 
 # ---- token x token matrices (rollout, value-weighted) -------------------------------------
 
-def matrix_frame(matrix: torch.Tensor, tokens) -> pd.DataFrame:
-    """(n, n) -> one row per cell: query_pos, query_token, key_pos, key_token, value."""
-    n = matrix.shape[0]
-    qq, kk = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")
-    frame = pd.DataFrame({"query_pos": qq.flatten().numpy(), "key_pos": kk.flatten().numpy(),
-                          "value": matrix.flatten().numpy()})
+def matrix_frame(matrix, tokens) -> pd.DataFrame:
+    """(n, n) array (numpy or a CPU tensor) -> one row per cell: query_pos, query_token,
+    key_pos, key_token, value."""
+    values = np.asarray(matrix)                                          # (n, n)
+    n = values.shape[0]
+    qq, kk = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    frame = pd.DataFrame({"query_pos": qq.ravel(), "key_pos": kk.ravel(),
+                          "value": values.ravel()})
     toks = pd.Series(list(tokens), dtype="string")
     frame.insert(1, "query_token", toks.iloc[frame["query_pos"]].to_numpy())
     frame.insert(3, "key_token", toks.iloc[frame["key_pos"]].to_numpy())
@@ -181,11 +142,12 @@ def matrix_chart(frame: pd.DataFrame, tokens, lang: str, *, value_title: str,
     ).properties(width=size, height=size))
 
 
-def norm_frame(f_norm: torch.Tensor, weight_in: torch.Tensor, tokens) -> pd.DataFrame:
-    """Per key position: ||f(x_j)|| and the mean weight the head gives to j."""
+def norm_frame(f_norm, weight_in, tokens) -> pd.DataFrame:
+    """Per key position: ||f(x_j)|| and the mean weight the head gives to j ((n,) arrays,
+    numpy or CPU tensors)."""
     return pd.DataFrame({"key_pos": range(len(tokens)),
                          "key_token": pd.Series(list(tokens), dtype="string"),
-                         "f_norm": f_norm.numpy(), "mean_weight": weight_in.numpy()})
+                         "f_norm": np.asarray(f_norm), "mean_weight": np.asarray(weight_in)})
 
 
 def norm_chart(frame: pd.DataFrame, tokens, lang: str, *, width: int = 740) -> alt.Chart:

@@ -1,7 +1,11 @@
 """The only Streamlit code outside app.py and pages/: sidebar, URL state, caching, text."""
 import torch
 
-# Streamlit runs every session's script in a thread of one server process. One torch thread
-# per computation keeps concurrent sessions from oversubscribing a small machine's cores
-# (measured on 2 cores under load: OpenMP spin-waits made a training sweep 8x slower).
+# One intra-op torch thread for every computation the UI starts (analyses, the model, the
+# training runs of "Is sharper better?"): sessions run side by side, and several OpenMP teams
+# spin-waiting for the same cores slow every session down. torch.set_num_threads stores a
+# process-wide count that each thread applies at its first parallel torch operation;
+# Streamlit runs every script run in a new thread, so setting it here, when the first page
+# imports attention.ui, covers every session (tests/test_ui_threads.py checks it). This is
+# the only place the UI sets it; docs/architecture.md, "Threads".
 torch.set_num_threads(1)

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from ..analysis import Analysis, analyze, dk_sweep
-from ..charts import scores
+from .. import scorestats as scores
 from ..spec import AttentionSpec
 
 _HASH = {AttentionSpec: lambda spec: tuple(sorted(spec.to_query().items()))}

@@ -11,13 +11,10 @@ emptied": nothing. The page script stays a few calls:
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import pandas as pd
 import streamlit as st
-import torch
 
-from .. import experiment
+from .. import conclusions, experiment
 from ..charts import experiment as charts
 from .explain import explanation
 from .export import chart_buttons, csv_button
@@ -32,26 +29,9 @@ def scaling_seeds(seed: int) -> tuple[int, int, int]:
     return (seed, seed + 1, seed + 2)
 
 
-@contextmanager
-def one_torch_thread():
-    """Train on one torch thread, then restore the previous count.
-
-    The heads are tiny, so a second intra-op thread only adds synchronisation; on a busy
-    2-core machine the OpenMP threads' spin-waiting made the scaling sweep 8x slower in wall
-    time (a 40-step run: 165 s against 19 s). The setting is per thread under OpenMP, and
-    Streamlit runs each session's script in its own thread, so other sessions keep theirs."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _with_progress(label: str, run):
     bar = st.progress(0.0, text=label)
-    with one_torch_thread():
-        result = run(lambda fraction: bar.progress(min(max(fraction, 0.0), 1.0), text=label))
+    result = run(lambda fraction: bar.progress(min(max(fraction, 0.0), 1.0), text=label))
     bar.empty()
     return result
 
@@ -71,8 +51,10 @@ def scaling(seed: int) -> pd.DataFrame:
 def draw_experiments() -> None:
     """Train (or fetch) this seed's runs, then every chart with its conclusion, and the tables.
 
-    The trained head (about 1 s of CPU) is drawn before the scaling runs start (about 15 s on
-    a seed's first visit), so a reader has its four sections while the progress bar runs."""
+    The trained head (one short run) is drawn before the scaling runs start (about fifteen
+    times its CPU time on a seed's first visit), so a reader has its four sections while the
+    progress bar runs. Training uses one torch thread, like every computation of the UI
+    (attention/ui/__init__.py)."""
     seed = pick_seed()
     study = sharpening(seed)
     st.caption(t("sharper.cached", seed=seed))
@@ -107,12 +89,12 @@ def draw_sharpening(study: experiment.SharpeningStudy) -> None:
     accuracy = sweep.set_index("multiplier")["accuracy"].to_dict()
     _section("sharper.sec_sharpen", t("sharper.sharpen_caption", eval=experiment.EVAL_SIZE),
              charts.sharpening_chart(sweep, code), "sharpening",
-             charts.sharpening_conclusion(sweep, code))
+             conclusions.sharpening_conclusion(sweep, code))
     _section("sharper.sec_mass", t("sharper.mass_caption"), charts.mass_chart(sweep, code),
-             "relevant_mass", charts.mass_conclusion(sweep, code))
+             "relevant_mass", conclusions.mass_conclusion(sweep, code))
     _section("sharper.sec_sample", t("sharper.sample_caption"),
              charts.sample_chart(study.sample, code), "sample_attention",
-             charts.sample_conclusion(study.sample, accuracy, code))
+             conclusions.sample_conclusion(study.sample, accuracy, code))
 
 
 def draw_scaling(seed: int, sweep: pd.DataFrame) -> None:
@@ -120,7 +102,7 @@ def draw_scaling(seed: int, sweep: pd.DataFrame) -> None:
     _section("sharper.sec_scaling",
              t("sharper.scaling_caption", seeds=", ".join(map(str, scaling_seeds(seed)))),
              charts.scaling_chart(sweep, lang()), "scaling",
-             charts.scaling_conclusion(sweep, lang()))
+             conclusions.scaling_conclusion(sweep, lang()))
 
 
 def draw_importance(study: experiment.SharpeningStudy) -> None:
@@ -128,7 +110,7 @@ def draw_importance(study: experiment.SharpeningStudy) -> None:
     _section("sharper.sec_importance",
              t("sharper.importance_caption", samples=study.importance["sample"].nunique()),
              charts.importance_chart(study.importance, lang()), "importance",
-             charts.importance_conclusion(study.importance, study.spearman_pooled,
+             conclusions.importance_conclusion(study.importance, study.spearman_pooled,
                                           study.spearman_within, lang()))
 
 

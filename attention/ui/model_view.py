@@ -11,7 +11,7 @@ import streamlit as st
 
 from ..charts import model as charts
 from ..errors import UserError
-from ..headstats import HEAD_COLUMNS
+from ..headstats import GRID_CELLS, HEAD_COLUMNS, grid_frame
 from ..pretrained import HEADS, LAYERS
 from . import cache
 from . import model as cached
@@ -87,8 +87,8 @@ def _apply_grid_click() -> None:
 def draw_grid(report, current: tuple[int, int]) -> None:
     """All 72 heads, pooled; the current head framed; a click on one picks it."""
     st.subheader(t("model.grid_title"))
-    st.caption(t("model.grid_help", cells=charts.GRID_CELLS))
-    chart = charts.grid_chart(charts.grid_frame(report.weights, report.tokens), lang(),
+    st.caption(t("model.grid_help", cells=GRID_CELLS))
+    chart = charts.grid_chart(grid_frame(report.weights, report.tokens), lang(),
                               current=current)
     st.altair_chart(chart, on_select=_apply_grid_click, selection_mode=charts.GRID_PICK,
                     key=GRID_KEY, width="content")

@@ -11,9 +11,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from .. import frames
+from .. import frames, saturation, scorestats
 from ..analysis import SWEEP_MAX_HEADS, SWEEP_MAX_TOKENS, Analysis
 from ..charts import scores as charts
+from ..conclusions import score_findings
 from ..spec import AttentionSpec
 from . import cache
 from .explain import explanation
@@ -47,10 +48,10 @@ def draw_scores(spec: AttentionSpec) -> None:
         sweep = cache.sweep(spec)
     d_k = analysis.q.shape[-1]
     head = pick_head(analysis)
-    heads = charts.head_list(analysis, head)
+    heads = scorestats.head_list(analysis, head)
     with st.spinner(t("common.computing")):
         stats, hist = cache.score_distribution(spec, head)
-    summary = charts.summary(analysis, heads)
+    summary = scorestats.summary(analysis, heads)
     draw_summary(summary, stats)
     draw_findings(summary, stats, sweep, d_k)
     draw_distributions(stats, hist)
@@ -85,7 +86,7 @@ def draw_summary(summary: pd.DataFrame, stats: pd.DataFrame) -> None:
                   help=t("scores.m_scaled_std_help", expected=std.loc["scaled", "expected_std"]))
     for col, (name, fmt) in zip(st.columns(len(METRIC_FORMATS)), METRIC_FORMATS.items()):
         col.markdown(f"**{t(f'scores.short_{name}')}**",
-                     help=t(f"scores.help_{name}", threshold=charts.SATURATED))
+                     help=t(f"scores.help_{name}", threshold=scorestats.SATURATED))
         scaled, unscaled = summary.loc["scaled", name], summary.loc["unscaled", name]
         col.metric(t("scores.m_scaled"), fmt.format(scaled))
         col.metric(t("scores.m_unscaled"), fmt.format(unscaled),
@@ -99,7 +100,7 @@ def draw_findings(summary: pd.DataFrame, stats: pd.DataFrame, sweep: pd.DataFram
     with st.container(border=True):
         st.markdown(f"**{t('scores.findings')}**")
         st.markdown("\n".join(f"- {line}" for line in
-                              charts.conclusions(summary, stats, sweep, d_k, lang())))
+                              score_findings(summary, stats, sweep, d_k, lang())))
 
 
 def draw_distributions(stats: pd.DataFrame, hist: pd.DataFrame) -> None:
@@ -107,7 +108,7 @@ def draw_distributions(stats: pd.DataFrame, hist: pd.DataFrame) -> None:
     st.subheader(t("scores.sec_scores"))
     std = stats.set_index("series")
     st.caption(t("scores.scores_caption", count=int(std.loc["raw", "count"]),
-                 bins=len(hist) // len(charts.SERIES)))
+                 bins=len(hist) // len(scorestats.SERIES)))
     chart = charts.score_distribution_chart(hist, stats, lang())
     st.altair_chart(chart)
     chart_buttons(chart, "score_distribution")
@@ -119,11 +120,11 @@ def draw_row_metrics(analysis: Analysis, heads: list[int]) -> None:
     st.subheader(t("scores.sec_rows"))
     if analysis.n <= charts.MAX_POSITIONS:
         st.caption(t("scores.rows_caption"))
-        chart = charts.row_metric_chart(charts.row_metric_frame(analysis, heads),
+        chart = charts.row_metric_chart(scorestats.row_metric_frame(analysis, heads),
                                         analysis.tokens, lang())
     else:
         st.caption(t("scores.rows_hist_caption", n=analysis.n, rows=len(heads) * analysis.n))
-        chart = charts.row_metric_hist_chart(charts.row_metric_bins(analysis, heads), lang())
+        chart = charts.row_metric_hist_chart(scorestats.row_metric_bins(analysis, heads), lang())
     st.altair_chart(chart)
     chart_buttons(chart, "row_metrics")
 
@@ -145,11 +146,11 @@ def draw_saturation(analysis: Analysis, heads: list[int]) -> None:
     over the curve of a row with one score ahead of the rest."""
     st.subheader(t("scores.sec_saturation"))
     st.caption(t("scores.saturation_caption", n=analysis.n - 1))
-    points = charts.saturation_frame(analysis, heads)
+    points = scorestats.saturation_frame(analysis, heads)
     rows = len(heads) * analysis.n
-    if rows > charts.MAX_POINTS:
-        st.caption(t("scores.saturation_sample", shown=charts.MAX_POINTS, rows=rows))
-    chart = charts.saturation_chart(points, charts.saturation_curve(analysis.n), analysis.n,
+    if rows > scorestats.MAX_POINTS:
+        st.caption(t("scores.saturation_sample", shown=scorestats.MAX_POINTS, rows=rows))
+    chart = charts.saturation_chart(points, saturation.saturation_curve(analysis.n), analysis.n,
                                     lang())
     st.altair_chart(chart, width="stretch")
     chart_buttons(chart, "saturation")
@@ -162,7 +163,7 @@ def draw_why() -> None:
     why, demo = st.columns([3, 2], gap="large")
     why.markdown(t("scores.why_body"))
     demo.caption(t("scores.one_ahead"))
-    demo.dataframe(charts.one_logit_ahead(), hide_index=True, column_config={
+    demo.dataframe(saturation.one_logit_ahead(), hide_index=True, column_config={
         "gap": st.column_config.NumberColumn(t("scores.col_gap"), format="%.0f"),
         "max_weight": st.column_config.NumberColumn(t("scores.col_max_weight"), format="%.4f"),
         "jacobian_norm": st.column_config.NumberColumn(t("scores.col_jacobian"),
