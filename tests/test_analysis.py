@@ -9,6 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -94,20 +95,47 @@ def test_random_sweep_score_spread_is_sqrt_dk(init_sweep):
         assert row.score_std == pytest.approx(expected, rel=0.10), row
 
 
+def monte_carlo_rows(d_k: int, scaled: bool, samples: int = 256, n: int = 16,
+                     seed: int = 20_261_201) -> dict[str, tuple[float, float]]:
+    """Entropy, max weight and ||J||_F of softmax(q.k * scale) rows with q, k ~ N(0, I),
+    computed here in numpy with its own generator: name -> (mean, standard error). The error
+    is taken over per-sample means, since rows of one sample share their keys."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((samples, n, d_k))                             # (samples, n, d_k)
+    k = rng.standard_normal((samples, n, d_k))
+    z = q @ k.transpose(0, 2, 1) / (math.sqrt(d_k) if scaled else 1.0)    # (samples, n, n)
+    p = np.exp(z - z.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    jac = np.eye(n) * p[..., None, :] - p[..., :, None] * p[..., None, :]  # (samples, n, n, n)
+    rows = {"entropy": -np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0).sum(-1),
+            "max_weight": p.max(-1), "jacobian_norm": np.sqrt((jac ** 2).sum((-2, -1)))}
+    per_sample = {name: v.mean(-1) for name, v in rows.items()}           # (samples,)
+    return {name: (v.mean(), v.std(ddof=1) / math.sqrt(samples)) for name, v in per_sample.items()}
+
+
+@pytest.mark.parametrize("d_k", [1, 16, 256, 1024])
+def test_random_sweep_matches_an_independent_monte_carlo(init_sweep, d_k):
+    """random_dk_sweep (torch, the core, the project's metrics) against numpy draws of the
+    same setting with another seed, within 5 combined standard errors. docs/science.md lists
+    the values (scaled entropy about 2.36-2.44 at every d_k; unscaled 0.91 at d_k 16, 0.19 at
+    256, 0.09 at 1024, where ln 16 = 2.77 is uniform)."""
+    by = init_sweep.set_index(["d_k", "scaled"])
+    for scaled in (True, False):
+        for name, (mean, se) in monte_carlo_rows(d_k, scaled).items():
+            got = by.loc[(d_k, scaled), name]
+            assert abs(got - mean) <= 5 * math.sqrt(2) * se + 1e-9, (d_k, scaled, name, got, mean, se)
+
+
 def test_random_sweep_scaled_stays_flat_and_unscaled_collapses(init_sweep):
-    """SCIENCE.md, 16 keys at initialisation: scaled entropy 2.36-2.44 at every d_k;
-    unscaled 0.91 at d_k 16, 0.20 at 256, 0.09 at 1024 (ln 16 = 2.77 is uniform)."""
+    """The shape of the sweep: scaled rows keep their spread at every d_k; unscaled rows
+    sharpen monotonically towards one-hot, and at d_k = 1 the two are the same."""
     by = init_sweep.set_index(["d_k", "scaled"])
     scaled = by.xs(True, level="scaled")
     unscaled = by.xs(False, level="scaled")
-    assert scaled["entropy"].between(2.33, 2.47).all()
-    assert scaled["jacobian_norm"].between(0.27, 0.32).all()
-    assert unscaled.loc[16, "entropy"] == pytest.approx(0.91, abs=0.08)
-    assert unscaled.loc[256, "entropy"] == pytest.approx(0.20, abs=0.04)
-    assert unscaled.loc[1024, "entropy"] == pytest.approx(0.09, abs=0.03)
-    assert unscaled.loc[1024, "max_weight"] == pytest.approx(0.96, abs=0.02)
-    assert unscaled.loc[1024, "jacobian_norm"] == pytest.approx(0.049, abs=0.01)
+    assert scaled["entropy"].max() - scaled["entropy"].min() < 0.15
     assert unscaled["entropy"].is_monotonic_decreasing
+    assert unscaled["max_weight"].is_monotonic_increasing
+    assert unscaled.loc[1024, "entropy"] < 0.1 * scaled.loc[1024, "entropy"]
     assert scaled.loc[1].equals(unscaled.loc[1])  # 1/sqrt(1) = 1
 
 

@@ -42,10 +42,19 @@ def test_chinese_interface_renders_with_a_cjk_font(server, page):
     wait_for_app(page)
     heading = page.locator("h1").first
     assert heading.inner_text().strip() == "输入"
-    # Two different CJK glyphs get real, different widths (missing-glyph boxes are all alike).
-    widths = page.evaluate("""() => {
-        const c = document.createElement('canvas').getContext('2d');
-        c.font = '32px sans-serif';
-        return ['输', '入', '\\u{10FFFD}'].map(ch => c.measureText(ch).width);
-    }""")
-    assert widths[0] > 0 and widths[1] > 0
+    # Draw two CJK characters and a noncharacter (U+10FFFD, never in any font: the box or
+    # blank a missing glyph gets) and compare the pixels. Without a CJK font both characters
+    # come out as the same missing-glyph box; with one, each has its own ink.
+    ink = page.evaluate("""() => ['输', '入', '\\u{10FFFD}'].map(ch => {
+        const c = document.createElement('canvas');
+        c.width = c.height = 48;
+        const g = c.getContext('2d');
+        g.font = '32px sans-serif';
+        g.textBaseline = 'top';
+        g.fillText(ch, 4, 4);
+        return Array.from(g.getImageData(0, 0, 48, 48).data.filter((_, i) => i % 4 === 3));
+    })""")
+    shu, ru, missing = ink
+    assert sum(shu) > 0 and sum(ru) > 0, "the CJK characters drew no ink"
+    assert shu != ru, "输 and 入 drew the same image: a missing-glyph box, not CJK glyphs"
+    assert shu != missing and ru != missing, "a CJK character drew the missing-glyph image"
