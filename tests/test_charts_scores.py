@@ -233,3 +233,32 @@ def test_token_labels_survive_quotes_and_repeats():
     for pos, tok in enumerate(tokens):
         shown = tok.replace("&", "&amp;").replace('"', "&quot;").replace("'", "&#39;")
         assert f"{shown} ·{pos}" in svg or f"{tok} ·{pos}" in svg, tok
+
+
+def test_one_logit_ahead_is_the_closed_form():
+    """Logits (g, 0, 0, 0): p_max = e^g / (e^g + 3), the others r = 1 / (e^g + 3), and
+    ||diag(p) - p p^T||_F^2 = (3 m r)^2 + 3 (r (1 - r))^2 + 6 (m r)^2 + 6 r^4, written out
+    entry by entry. docs/science.md quotes g = 5: 0.980 / 2.8e-2 and g = 20: 8.7e-9."""
+    table = saturation.one_logit_ahead(gaps=(0.0, 5.0, 10.0, 20.0))
+    for row in table.itertuples():
+        r = 1.0 / (math.exp(row.gap) + 3.0)
+        m = math.exp(row.gap) * r
+        norm = math.sqrt((3 * m * r) ** 2 + 3 * (r * (1 - r)) ** 2 + 6 * (m * r) ** 2 + 6 * r ** 4)
+        assert row.max_weight == pytest.approx(m, rel=1e-12)
+        assert row.jacobian_norm == pytest.approx(norm, rel=1e-6)
+    assert table["jacobian_norm"].iloc[0] == pytest.approx(math.sqrt(3) / 4)   # uniform: 0.433
+
+
+def test_chart_modules_do_not_import_torch():
+    """Charts take tables: every chart module imports in a fresh interpreter without torch."""
+    import subprocess
+    import sys
+
+    from tests.apptest import ROOT
+
+    code = ("import sys\n"
+            "import attention.charts.scores, attention.charts.model, attention.charts.heatmap\n"
+            "import attention.charts.experiment, attention.charts.colors, attention.conclusions\n"
+            "assert 'torch' not in sys.modules, 'torch imported by a chart module'\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]

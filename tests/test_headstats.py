@@ -87,3 +87,22 @@ def test_value_weighted_norms_direct():
             for j in range(4):
                 direct = torch.linalg.vector_norm(alpha[h, i, j] * f[h, j]).item()
                 assert got[h, i, j].item() == pytest.approx(direct, rel=1e-6)
+
+
+def test_grid_frame_is_each_query_blocks_share_of_attention_per_key_block():
+    """30 positions into 12 blocks (position i in block i * 12 // 30): a cell is the mean over
+    the block's queries of the weight they put on the key block's positions, by hand."""
+    gen = torch.Generator().manual_seed(7)
+    w = torch.softmax(torch.randn(2, 3, 30, 30, generator=gen) * 2, dim=-1)   # (2, 3, 30, 30)
+    tokens = [f"t{i}" for i in range(30)]
+    frame = headstats.grid_frame(w, tokens, cells=12)
+    assert len(frame) == 2 * 3 * 12 * 12
+    block = [i * 12 // 30 for i in range(30)]
+    for row in frame.sample(40, random_state=0).itertuples():
+        qs = [i for i in range(30) if block[i] == row.qb]
+        ks = [j for j in range(30) if block[j] == row.kb]
+        want = sum(w[row.layer, row.head, i, j].item() for i in qs for j in ks) / len(qs)
+        assert row.weight == pytest.approx(want, rel=1e-5)
+        assert row.query == (f"t{qs[0]} ·{qs[0]}" if len(qs) == 1 else f"·{qs[0]}–·{qs[-1]}")
+    sums = frame.groupby(["layer", "head", "qb"])["weight"].sum()
+    assert sums.to_numpy() == pytest.approx(1.0, abs=1e-5)
