@@ -11,15 +11,15 @@ browser context.
 Two times per load, from an in-page probe (a MutationObserver and a requestAnimationFrame loop):
   first paint   navigation start -> the first chart in the main area has drawn its marks: what
                 a user waits for, including Streamlit's start-up and, on the app's pages, the
-                sidebar's widgets (their code is loaded on first use: ~1-3 s here, the same
-                for every page of the app and absent from the baseline's bare page);
+                sidebar's widgets (their code is loaded on first use, which takes seconds: the
+                same for every page of the app and absent from the baseline's bare page);
   chart render  that chart's element inserted into the page -> its marks drawn: the cost of
                 the chart itself in the browser (Vega parse, dataflow, rendering);
   every chart   that chart's insertion -> the script done and every chart in the main area
                 drawn (on the app's page: the overview and the zoom window below it).
 Targets (issue 6): the page at n = 2048 within 1.5x of n = 16, and at least 5x faster than
 the one-rect chart at n = 256 (ratio <= 0.2), checked on each time. Wall-clock times on a
-shared 2-core machine swing with its load, which the last row reports.
+shared machine swing with its load, which the last row reports.
 """
 from __future__ import annotations
 
