@@ -17,6 +17,7 @@ from attention.embed import embed
 from attention.export import chart_spec
 from attention.heads import project
 from attention.spec import AttentionSpec
+from tests.fresh import run_fresh
 
 TOKENS = ("the", "cat", "sat", "on", "the", "mat", "and", "the", "dog", "sat")
 
@@ -251,14 +252,7 @@ def test_one_logit_ahead_is_the_closed_form():
 
 def test_chart_modules_do_not_import_torch():
     """Charts take tables: every chart module imports in a fresh interpreter without torch."""
-    import subprocess
-    import sys
-
-    from tests.apptest import ROOT
-
-    code = ("import sys\n"
-            "import attention.charts.scores, attention.charts.model, attention.charts.heatmap\n"
-            "import attention.charts.experiment, attention.charts.colors, attention.conclusions\n"
-            "assert 'torch' not in sys.modules, 'torch imported by a chart module'\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-2000:]
+    run_fresh("import sys\n"
+              "import attention.charts.scores, attention.charts.model, attention.charts.heatmap\n"
+              "import attention.charts.experiment, attention.charts.colors, attention.conclusions\n"
+              "assert 'torch' not in sys.modules, 'torch imported by a chart module'\n")

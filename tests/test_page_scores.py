@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attention.analysis import analyze, dk_sweep
-from attention.charts import scores
+from attention import scorestats
 from attention.spec import AttentionSpec
 from tests.apptest import chart_frames, open_page
 
@@ -119,7 +119,7 @@ def test_a_2048_token_input_keeps_chart_data_small():
     assert not at.exception
     frames = _datasets(at)
     # 2048 rows x 2 variants would be 4096 saturation points: sampled to 1500 per variant
-    assert all(len(f) <= 2 * scores.MAX_POINTS for f in frames), [len(f) for f in frames]
+    assert all(len(f) <= 2 * scorestats.MAX_POINTS for f in frames), [len(f) for f in frames]
     assert sum(len(f) for f in frames) < 5000
     hist = _find(frames, "series", "bin_start", "count")
     assert hist.groupby("series")["count"].sum().tolist() == [2048 * 2049 // 2] * 2

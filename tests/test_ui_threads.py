@@ -1,8 +1,5 @@
 """attention.ui sets one torch thread for every computation a session runs, in any thread."""
-import subprocess
-import sys
-
-from tests.apptest import ROOT
+from tests.fresh import run_fresh
 
 
 def test_importing_the_ui_gives_later_threads_one_torch_thread():
@@ -19,6 +16,4 @@ def test_importing_the_ui_gives_later_threads_one_torch_thread():
             "for target in (page, session, session):\n"
             "    t = threading.Thread(target=target); t.start(); t.join()\n"
             "print(seen)\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "[1, 1]"
+    assert run_fresh(code).strip() == "[1, 1]"
