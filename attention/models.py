@@ -467,9 +467,11 @@ def _resolve(source: str) -> tuple[str, str]:
     path = Path(source).expanduser()
     if path.is_dir():
         return "folder", str(path.resolve())
-    if source.startswith(("/", ".", "~", "\\")) or path.exists() or not HUB_ID.fullmatch(source):
+    if HUB_ID.fullmatch(source) and not path.exists():
+        return "hub", source
+    if source.startswith(("/", ".", "~", "\\")) or "/" in source or path.exists():
         raise UserError("models.no_folder", path=source)
-    return "hub", source
+    raise UserError("models.unknown_source", source=source)
 
 
 def _config_json(kind: str, location: str, source: str) -> dict:
@@ -588,9 +590,9 @@ def _probe(model, tokenizer, source: str) -> _Forward:
 def _load(kind: str, location: str, *, name: str | None = None,
           check_size: bool = True) -> LoadedModel:
     source = name or location
+    _register()                       # first: sets HF_HUB_OFFLINE before any hub import
     data = _config_json(kind, location, source)
     _check_config(data, kind, location, source)
-    _register()
     from transformers import AutoConfig, AutoTokenizer
 
     offline = not downloads_allowed()

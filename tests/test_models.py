@@ -355,7 +355,8 @@ def test_hub_id_without_downloads_never_touches_the_network(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", no_network)
     monkeypatch.setattr(socket.socket, "connect", no_network)
     assert _key(M.load_model, "someone/not-cached-model-xyz") == "models.downloads_off"
-    assert _key(M.load_model, "not!a model") == "models.no_folder"
+    assert _key(M.load_model, "not!a model") == "models.unknown_source"
+    assert _key(M.load_model, "a/b/c") == "models.no_folder"
 
 
 def test_bad_text_and_interventions(tiny):
