@@ -373,7 +373,8 @@ class LoadedModel:
         interventions = self.check(interventions)
         enc = self.encode(text)
         ids = enc["input_ids"][0]                                      # (n,)
-        sinks = torch.tensor([i == 0 or int(t) in self.special_ids for i, t in enumerate(ids)])
+        sinks = torch.isin(ids, torch.tensor(sorted(self.special_ids), dtype=ids.dtype))
+        sinks[0] = True                                                # (n,) first token too
         state = _Forward(plans=_plans(interventions, self.layers, self.heads), sinks=sinks)
         out, last = _forward(self.model, enc, state)
         real = enc["attention_mask"][0].bool()                         # (n,)

@@ -1,7 +1,7 @@
 """The core registered inside a model against the same model's own eager attention.
 
-Baseline: the checkpoint loaded the ordinary way (`attn_implementation="eager"`), one forward
-pass with `output_attentions=True` (eager computes the weights anyway). Against it,
+Baseline: the checkpoint loaded the ordinary way (`attn_implementation="eager"`), the text
+tokenised and one forward pass with `output_attentions=True` (eager computes the weights anyway). Against it,
 `LoadedModel.run(text)`: one forward pass with core.attention inside every layer, q/k/v and
 weights captured, the last hidden states pooled into the embedding. Two models: the bundled
 all-MiniLM-L6-v2 and a random LLaMA with grouped k/v (4 layers, 8 heads, 2 kv heads,
@@ -53,11 +53,11 @@ def tiny_llama(folder: Path) -> Path:
 def _eager(loaded: models.LoadedModel):
     path = models.bundled_path() if loaded.source == models.BUNDLED else loaded.source
     model = type(loaded.model).from_pretrained(path, attn_implementation="eager").eval()
-    enc = loaded.encode(TEXT)
     accepted = inspect.signature(model.forward).parameters
-    enc = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask") or k in accepted}
 
-    def forward():
+    def forward():          # from text, as LoadedModel.run: tokenise, then one forward pass
+        enc = loaded.tokenizer(TEXT, return_tensors="pt")
+        enc = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask") or k in accepted}
         with torch.no_grad():
             return model(**enc, output_attentions=True)
 
