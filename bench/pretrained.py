@@ -30,7 +30,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 import torch  # noqa: E402
 
-from attention import pretrained  # noqa: E402
+from attention import models, pretrained  # noqa: E402
 from attention.analysis import analyze  # noqa: E402
 from attention.spec import AttentionSpec  # noqa: E402
 
@@ -89,6 +89,7 @@ def _fresh_layer(spec: AttentionSpec):
 
 def _reload():
     pretrained.load.cache_clear()
+    models._bundled.cache_clear()   # pretrained.load() wraps models.load_model's bundled slot
     return pretrained.load()
 
 

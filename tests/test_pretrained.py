@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import pytest
 import torch
@@ -23,11 +24,20 @@ def model():
     return P.load()
 
 
+@lru_cache(maxsize=1)
+def eager():
+    """The same checkpoint loaded the ordinary way, with transformers' own eager attention
+    (P.load()'s model runs core.attention inside, so its output_attentions are ours)."""
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(P.model_path(), attn_implementation="eager").eval()
+
+
 def own_forward(model, text):
-    """The model's own attention weights and, via forward hooks, its own q/k/v projections."""
+    """The eager model's attention weights and, via forward hooks, its q/k/v projections."""
     captured = {}
     hooks = []
-    for layer, block in enumerate(model.model.encoder.layer):
+    for layer, block in enumerate(eager().encoder.layer):
         for name in ("query", "key", "value"):
             module = getattr(block.attention.self, name)
             hooks.append(module.register_forward_hook(
@@ -35,7 +45,7 @@ def own_forward(model, text):
     try:
         enc = model.tokenizer(text, return_tensors="pt")
         with torch.no_grad():
-            out = model.model(**enc, output_attentions=True)
+            out = eager()(**enc, output_attentions=True)
     finally:
         for h in hooks:
             h.remove()

@@ -1,0 +1,179 @@
+"""A shared link on a cold server, and the clicks after it (issue 15), in headless Chromium.
+
+Cold first paint: for each page, a freshly started server gets the deep link as its very first
+request; the time runs from navigation start until the script has finished, no widget skeleton
+is left and every chart in the main area has drawn. The baseline is a bare Streamlit page
+(title + one small chart) measured the same way, each on its own fresh server, in the same run.
+
+Click to chart: on a warm page, the time from choosing another head in the Heatmap's head
+picker until the page's script has run again, is idle and every chart has drawn; at 16 and
+2,048 tokens, against the same click on a bare page with a selectbox and one chart.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+from pathlib import Path
+from urllib.parse import urlencode
+
+from attention.examples import EXAMPLES
+from attention.spec import AttentionSpec
+from attention.tokens import parse_tokens
+from bench.timing import print_table, row
+
+BARE = '''
+import altair as alt, pandas as pd, streamlit as st
+st.title("bare")
+head = st.selectbox("Head", list(range(4)), format_func=lambda h: f"Head {h}")
+st.altair_chart(alt.Chart(pd.DataFrame({"x": list("abcdefghij"), "y": [head + i for i in range(10)]}))
+                .mark_bar().encode(x="x:N", y="y:Q"))
+'''
+
+PAGES = {"Input": "", "Heatmap": "Heatmap", "Score analysis": "Score_analysis",
+         "Model heads": "Model_heads", "Is sharper better?": "Is_sharper_better"}
+
+# Every animation frame: is the app connected, its script idle, no skeleton left, and every
+# chart in the main area drawn (a canvas with a painted pixel, an SVG with marks, an image
+# loaded)? `window.__runs` counts the script runs seen (attribute flips to "running").
+PROBE = """
+(() => {
+  const drawn = (el) => {
+    const img = el.querySelector('img');
+    if (img) return img.complete && img.naturalWidth > 0;
+    const cv = el.querySelector('canvas');
+    if (cv && cv.width) {
+      const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+      for (let i = 3; i < d.length; i += 4 * 29) if (d[i]) return true;
+      return false;
+    }
+    return !!el.querySelector('svg .role-mark path, svg .role-mark text, svg .mark-rect path');
+  };
+  window.__runs = 0;
+  let state = null;
+  window.__ready = () => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app || app.getAttribute('data-test-connection-state') !== 'CONNECTED') return false;
+    if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    if (document.querySelector('[data-testid="stSkeleton"]')) return false;
+    if (!document.querySelector('[data-testid="stMain"] h1')) return false;
+    const charts = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stVegaLiteChart"]')];
+    return charts.every(drawn);
+  };
+  const tick = () => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const now = app && app.getAttribute('data-test-script-state');
+    if (now === 'running' && state !== 'running') window.__runs += 1;
+    state = now;
+    if (window.__runs > 0 && window.__ready()) {
+      if (window.__done === undefined) window.__done = performance.now();
+    } else {
+      window.__done = undefined;
+    }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+})();
+"""
+
+
+def spec_url(base: str, path: str, n: int) -> str:
+    words = parse_tokens(EXAMPLES["passage"])
+    spec = AttentionSpec(tokens=tuple((words * (n // len(words) + 1))[:n]))
+    return f"{base}/{path}?{urlencode(spec.to_query())}"
+
+
+def _context(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(PROBE)
+    return context
+
+
+def cold_paint(browser, script: str | None, path: str, n: int = 11,
+               timeout: float = 600_000) -> float:
+    """ms from navigation start to a settled page, the link being a new server's first request."""
+    from tests.conftest import Server
+
+    server = Server(script) if script else Server()
+    context = _context(browser)
+    try:
+        page = context.new_page()
+        url = f"{server.url}/" if script else spec_url(server.url, path, n)
+        page.goto(url)
+        page.wait_for_function("() => window.__done !== undefined", timeout=timeout, polling=50)
+        return page.evaluate("() => window.__done")
+    finally:
+        context.close()
+        server.stop()
+
+
+def click_to_chart(page, option: str, timeout: float = 300_000) -> float:
+    """ms from choosing `option` in the main area's first selectbox until the rerun has drawn."""
+    runs = page.evaluate("() => window.__runs")
+    page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]').first.click()
+    start = page.evaluate("() => performance.now()")
+    page.get_by_role("option", name=option, exact=True).click()
+    page.wait_for_function(f"() => window.__runs > {runs} && window.__done !== undefined",
+                           timeout=timeout, polling=20)
+    return page.evaluate("() => window.__done") - start
+
+
+def clicks(browser, url: str, rounds: int) -> float:
+    """Median click-to-chart ms for alternating head changes on one warm page."""
+    context = _context(browser)
+    try:
+        page = context.new_page()
+        page.goto(url)
+        page.wait_for_function("() => window.__done !== undefined", timeout=600_000, polling=50)
+        times = [click_to_chart(page, f"Head {1 + r % 2}") for r in range(rounds + 1)]
+        return statistics.median(times[1:])                    # the first click warms up
+    finally:
+        context.close()
+
+
+def run(rounds: int = 2, click_rounds: int = 6) -> list[dict]:
+    from playwright.sync_api import sync_playwright
+
+    from tests.conftest import CHROMIUM_FLAGS, Server
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        raise RuntimeError("no chromium on PATH (apt-get install chromium)")
+    load = os.getloadavg()
+    cold: dict[str, list[float]] = {name: [] for name in ["bare page", *PAGES]}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        bare = Path(tmp) / "bare_page.py"
+        bare.write_text(BARE)
+        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
+        names = list(cold)
+        for r in range(rounds):
+            for name in names if r % 2 == 0 else reversed(names):
+                script = str(bare) if name == "bare page" else None
+                cold[name].append(cold_paint(browser, script, PAGES.get(name, "")))
+        app, base = Server(), Server(str(bare))
+        try:
+            click = {"bare page": clicks(browser, f"{base.url}/", click_rounds)}
+            for n in (16, 2048):
+                click[f"heatmap n={n}"] = clicks(browser, spec_url(app.url, "Heatmap", n),
+                                                 click_rounds)
+        finally:
+            app.stop()
+            base.stop()
+            browser.close()
+    paint = {name: statistics.median(ts) for name, ts in cold.items()}
+    rows = [row(f"cold first paint: {name}", "bare page on a cold server",
+                paint[name] / paint["bare page"], 2.0,
+                f"{paint[name]:.0f} ms vs {paint['bare page']:.0f} ms")
+            for name in PAGES]
+    rows += [row(f"head change, click to chart: {name}", "same click on a bare page",
+                 click[name] / click["bare page"], 2.0,
+                 f"{click[name]:.0f} ms vs {click['bare page']:.0f} ms")
+             for name in ("heatmap n=16", "heatmap n=2048")]
+    rows.append(row("load average (context)", "-", 0.0, 1.0,
+                    f"{load[0]:.1f} -> {os.getloadavg()[0]:.1f}"))
+    return rows
+
+
+if __name__ == "__main__":
+    print_table(run())
