@@ -26,8 +26,13 @@ cols[2].metric(t("input.heads_dk"), f"{analysis.heads} × {analysis.q.shape[-1]}
 cols[3].metric(t("input.scale"), f"{analysis.scaled.scale:.4f}",
                help=t("input.scale_help", d_k=analysis.q.shape[-1]))
 
+st.caption(t(f"input.split_{page.fmt}"))
 if spec.source == "pretrained":
     st.info(t("input.word_pieces", n=len(tokens)), icon=":material/info:")
+    unknown = tokens.count("[UNK]")
+    if unknown:
+        st.warning(t("input.unknown_pieces", unknown=unknown, n=len(tokens)),
+                   icon=":material/help:")
 repeats = len(tokens) - len(set(tokens))
 if repeats and not spec.positional and spec.source == "toy":
     st.warning(t("input.no_positions"), icon=":material/content_copy:")
