@@ -26,8 +26,9 @@ cols[2].metric(t("input.heads_dk"), f"{analysis.heads} × {analysis.q.shape[-1]}
 cols[3].metric(t("input.scale"), f"{analysis.scaled.scale:.4f}",
                help=t("input.scale_help", d_k=analysis.q.shape[-1]))
 
-st.caption(t(f"input.split_{page.fmt}"))
-if spec.source == "pretrained":
+if spec.source == "toy":      # how the token box was split (a model splits the text itself)
+    st.caption(t(f"input.split_{page.fmt}"))
+else:
     st.info(t("input.word_pieces", n=len(tokens)), icon=":material/info:")
     unknown = tokens.count("[UNK]")
     if unknown:

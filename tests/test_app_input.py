@@ -135,3 +135,13 @@ def test_the_pretrained_source_says_how_many_word_pieces_it_does_not_know():
     unknown = pieces.count("[UNK]")
     assert 0 < unknown < len(pieces) and "？" in pieces
     assert any(f"{len(pieces)} 个词片中有 {unknown} 个是 [UNK]" in w.value for w in at.warning)
+
+
+def test_a_pretrained_link_reopens_its_text_under_the_format_that_gives_its_tokens():
+    spec = AttentionSpec(tokens=("New York", "Paris"), source="pretrained", text="New York, Paris")
+    at = run_page("app.py", spec)
+    assert not at.exception and not at.error
+    assert at.sidebar.text_area(key="in_text").value == "New York, Paris"
+    assert at.sidebar.selectbox(key="in_fmt").value == "comma"
+    assert AttentionSpec.from_query(dict(at.query_params)) == spec
+    assert _pieces(at) == ["[CLS]", "new", "york", ",", "paris", "[SEP]"]
