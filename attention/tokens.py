@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import islice
 
 from . import segment
 from .errors import UserError
@@ -48,6 +49,9 @@ def _one_word_each(pieces: list[str]) -> bool:
 
 
 def _one_chinese_word_each(pieces: list[str]) -> bool:
+    """Each piece one word as jieba cuts it. Only the first MAX_TOKENS + 1 pieces are looked at:
+    with more, the input is refused whichever way it is split."""
+    pieces = islice((p for p in pieces if p.strip()), MAX_TOKENS + 1)
     return all(len(segment.pieces(p, "words", 1)) <= 1 for p in pieces)
 
 

@@ -94,6 +94,13 @@ def test_hostile_chinese_without_spaces_at_the_character_limit(fmt):
     assert refusal(text + "字", fmt).key == "errors.tokens_too_many_chars"
 
 
+@pytest.mark.parametrize("sep", ["\n", " ", "，"])
+def test_hostile_lists_of_100000_chinese_words_are_refused_with_their_count(sep):
+    """Auto detection looks at no more pieces than the limit allows, then the list is refused."""
+    err = refusal(sep.join(["猫"] * 99_999))
+    assert err.key == "errors.tokens_too_many" and err.values["count"] == 99_999
+
+
 @pytest.mark.parametrize("sentence", [*SENTENCES, "猫，狗，鸟", "我用 self-attention 训练模型"])
 def test_segmented_tokens_reopen_identical_through_the_url(sentence):
     tokens = tuple(parse_tokens(sentence))
