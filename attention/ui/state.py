@@ -79,16 +79,18 @@ def load_spec(spec: AttentionSpec) -> None:
 
 
 def box_for(spec: AttentionSpec) -> tuple[str, str]:
-    """Token box text and format that give back this spec's tokens (and text) exactly: the
-    text as typed under the first format that splits it into the tokens, else the tokens."""
-    if spec.text:
-        for fmt in FORMATS:
-            try:
-                if fmt != "json" and parse_tokens(spec.text, fmt) == list(spec.tokens):
-                    return spec.text, fmt
-            except TokenError:
-                continue
-    return tokens_to_text(spec.tokens), "auto"
+    """Token box text and format that give back this spec's tokens and text exactly: the text
+    as typed under the first format that splits it into the tokens (a hand-made link whose
+    tokens no format gives: the text still, which is all a model reads), or the tokens."""
+    if not spec.text:
+        return tokens_to_text(spec.tokens), "auto"
+    for fmt in FORMATS:
+        try:
+            if fmt != "json" and parse_tokens(spec.text, fmt) == list(spec.tokens):
+                return spec.text, fmt
+        except TokenError:
+            continue
+    return spec.text, "auto"
 
 
 def draft_from_widgets() -> Draft:
