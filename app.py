@@ -26,8 +26,14 @@ cols[2].metric(t("input.heads_dk"), f"{analysis.heads} × {analysis.q.shape[-1]}
 cols[3].metric(t("input.scale"), f"{analysis.scaled.scale:.4f}",
                help=t("input.scale_help", d_k=analysis.q.shape[-1]))
 
-if spec.source == "pretrained":
+if spec.source == "toy":      # how the token box was split (a model splits the text itself)
+    st.caption(t(f"input.split_{page.fmt}"))
+else:
     st.info(t("input.word_pieces", n=len(tokens)), icon=":material/info:")
+    unknown = tokens.count("[UNK]")
+    if unknown:
+        st.warning(t("input.unknown_pieces", unknown=unknown, n=len(tokens)),
+                   icon=":material/help:")
 repeats = len(tokens) - len(set(tokens))
 if repeats and not spec.positional and spec.source == "toy":
     st.warning(t("input.no_positions"), icon=":material/content_copy:")

@@ -57,7 +57,7 @@ def qkv_for(spec: AttentionSpec) -> tuple[tuple[str, ...], torch.Tensor, torch.T
     if spec.source == "pretrained":
         from .pretrained import layer_qkv  # lazy: only this path needs transformers
 
-        return layer_qkv(" ".join(spec.tokens), spec.layer)
+        return layer_qkv(spec.model_text, spec.layer)
     x = embed(spec.tokens, spec.d_model, spec.seed, spec.positional)     # (n, d_model)
     q, k, v = project(x, spec.d_k, spec.heads, spec.seed)               # (heads, n, d_k) each
     return spec.tokens, q, k, v

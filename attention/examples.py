@@ -1,5 +1,13 @@
-"""Ready-made inputs for the example picker: each shows something about attention."""
+"""Ready-made inputs for the example picker: each shows something about attention.
+
+Chinese examples are written as Chinese is (no spaces between words): the parser segments
+them, as it does what a reader pastes.
+"""
 from __future__ import annotations
+
+# The input a session starts on when its interface is in this language and its link has none
+# (other languages start on AttentionSpec()'s default tokens).
+DEFAULT_TEXT = {"zh": "为什么自注意力评分越高模型表现越好？"}
 
 _PASSAGE = (
     "Attention lets every token look at every other token and decide how much of each to "
@@ -15,6 +23,7 @@ EXAMPLES: dict[str, str] = {
     "coreference": "The animal didn't cross the street because it was too tired",
     "repeated": "the cat sat on the mat and the dog sat on the cat",
     "code": '["def", "add", "(", "a", ",", "b", ")", ":", "return", "a", "+", "b"]',
-    "chinese": "猫 坐 在 垫子 上 ， 因为 它 很 累 。",
+    "chinese": "猫坐在垫子上，因为它很累。",
+    "chinese_mixed": "深入解析Attention机制：为什么自注意力评分越高模型表现越好？",
     "passage": " ".join((_PASSAGE * 4).split()[:300]),
 }

@@ -3,6 +3,12 @@
 The spec is the cache key of `analyze()` and, encoded as a query string, the share link.
 `to_query()` and `from_query()` round-trip exactly; malformed parameters fall back to the
 default with a warning instead of raising.
+
+Two inputs: `tokens`, the list the random-projection source embeds, and `text`, the input as
+typed for a source that runs a real model with its own tokenizer ("Wait, what" keeps its
+comma). `text` is "" when it would say nothing more than the tokens joined by spaces (and
+always for the toy source), so a link carries it only when it matters and links made before
+it existed open as before: `model_text` is what a model reads.
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Mapping
 
 from .errors import UserError
-from .tokens import MAX_TOKENS, parse_tokens
+from .tokens import CONTROL, MAX_TOKENS, check_length, parse_tokens
 
 DEFAULT_TOKENS = ("the", "animal", "didn't", "cross", "the", "street",
                   "because", "it", "was", "too", "tired")
@@ -55,13 +61,23 @@ class AttentionSpec:
     temperature: float = 1.0
     source: str = "toy"  # "toy": hashed embeddings + random projections; "pretrained": MiniLM
     layer: int = 0       # which pretrained layer's heads (source="pretrained" only)
+    text: str = ""       # the input as typed, for model sources; "" = the tokens joined by spaces
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tokens", tuple(self.tokens))
+        text = CONTROL.sub("", self.text).strip()
+        if self.source == "toy" or text == " ".join(self.tokens):
+            text = ""                                # one spec (one link, one cache key) per view
+        object.__setattr__(self, "text", text)
 
     @property
     def n(self) -> int:
         return len(self.tokens)
+
+    @property
+    def model_text(self) -> str:
+        """What a real model's tokenizer reads: the text as typed, else the tokens joined."""
+        return self.text or " ".join(self.tokens)
 
     def validate(self) -> None:
         """Raise SpecError with a sentence for the user when the spec is out of bounds."""
@@ -86,11 +102,15 @@ class AttentionSpec:
     # ---- URL query string ---------------------------------------------------------------
 
     def to_query(self) -> dict[str, str]:
-        """Every field as a string; tokens space-joined when that is unambiguous, else JSON."""
+        """Every field as a string; tokens space-joined when that is unambiguous, else JSON;
+        text only when there is one."""
         query = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "tokens":
+            if f.name == "text":
+                if value:
+                    query[f.name] = value
+            elif f.name == "tokens":
                 query[f.name] = _encode_tokens(value)
             elif isinstance(value, bool):
                 query[f.name] = "1" if value else "0"
@@ -142,6 +162,8 @@ def _decode(name: str, raw: str, default: object) -> object:
     """One query value -> the field's type; raises UserError (or ValueError) when malformed."""
     if name == "tokens":
         return tuple(parse_tokens(raw, "json" if raw.lstrip().startswith("[") else "whitespace"))
+    if name == "text":
+        return check_length(raw)
     if isinstance(default, bool):
         if raw.lower() in ("1", "true", "yes", "on"):
             return True

@@ -1,4 +1,5 @@
-"""Parse pasted token lists: whitespace, commas, new lines or a JSON list of strings.
+"""Parse pasted token lists: whitespace, commas, new lines, a JSON list of strings, or Chinese
+text as written (no spaces), segmented into words or characters (see segment.py).
 
 Order and duplicates are kept: position, not text, identifies a token.
 """
@@ -6,18 +7,25 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import islice
 
+from . import segment
 from .errors import UserError
 
 MAX_TOKENS = 2048          # the longest sequence the dashboard computes
 MAX_TOKEN_CHARS = 100      # a longer "token" is almost surely a paste gone wrong
 MAX_INPUT_CHARS = 200_000  # raw text is refused before parsing beyond this
-FORMATS = ("auto", "whitespace", "comma", "newline", "json")
+FORMATS = ("auto", "whitespace", "comma", "newline", "json", "chinese", "characters")
+SEGMENTED = {"chinese": "words", "characters": "characters"}  # format -> segment.pieces(how)
+# The comma format also splits on the full-width comma, the enumeration comma and the
+# full-width semicolon, as Chinese text writes its lists.
+_COMMAS = re.compile(r"[,，、；]")
+_COMMA = re.compile(",")           # what "auto" takes for a comma in text without Chinese
 
 # Control characters (NUL, bell, ...) are dropped; zero-width joiners and RTL marks are kept.
 # So are lone surrogates (a JSON "\ud800" escape): no UTF-8 text can carry them, and the page
 # would fail to send them to the browser.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 
 class TokenError(UserError):
@@ -40,38 +48,64 @@ def _one_word_each(pieces: list[str]) -> bool:
     return all(len(p.split()) <= 1 for p in pieces)
 
 
+def _one_chinese_word_each(pieces: list[str]) -> bool:
+    """Each piece one word as jieba cuts it. Only the first MAX_TOKENS + 1 pieces are looked at:
+    with more, the input is refused whichever way it is split."""
+    pieces = islice((p for p in pieces if p.strip()), MAX_TOKENS + 1)
+    return all(len(segment.pieces(p, "words", 1)) <= 1 for p in pieces)
+
+
 def _detect(text: str) -> str:
     """JSON if it opens with "["; one token per line or per comma when every piece is a single
-    word ("the, cat, sat"); otherwise prose, split on whitespace ("Hello, world")."""
+    word ("the, cat, sat"); otherwise prose, split on whitespace ("Hello, world").
+
+    Text with Chinese characters is judged by words as jieba cuts them: lines or comma pieces
+    of one word each ("猫，狗，鸟") are a list, text already spaced word by word ("猫 坐 在 垫子
+    上") is split on the spaces, and anything else (a sentence as written) is segmented."""
     stripped = text.strip()
     if stripped.startswith("["):
         return "json"
-    if "\n" in stripped and _one_word_each(stripped.splitlines()):
+    han = segment.has_han(stripped)
+    one_each = _one_chinese_word_each if han else _one_word_each
+    if "\n" in stripped and one_each(stripped.splitlines()):
         return "newline"
-    if "," in stripped and _one_word_each(stripped.split(",")):
+    commas = _COMMAS if han else _COMMA
+    if commas.search(stripped) and one_each(commas.split(stripped)):
         return "comma"
+    if han and not one_each(stripped.split()):
+        return "chinese"
     return "whitespace"
 
 
-def parse_tokens(text: str, fmt: str = "auto", *, max_tokens: int = MAX_TOKENS) -> list[str]:
-    """Split `text` into tokens; raise TokenError with a user-facing sentence if it cannot."""
+def check_length(text: str) -> str:
+    """`text` itself, or TokenError when it is too long to parse at all."""
+    if len(text) > MAX_INPUT_CHARS:
+        raise TokenError("errors.tokens_too_many_chars", chars=len(text), limit=MAX_INPUT_CHARS)
+    return text
+
+
+def parse(text: str, fmt: str = "auto", *, max_tokens: int = MAX_TOKENS) -> tuple[list[str], str]:
+    """The tokens of `text` and the format they were split by (what "auto" detected)."""
     if fmt not in FORMATS:
         raise TokenError("errors.tokens_format", fmt=fmt, formats=", ".join(FORMATS))
     if not isinstance(text, str):
         raise TokenError("errors.tokens_not_text")
-    if len(text) > MAX_INPUT_CHARS:
-        raise TokenError("errors.tokens_too_many_chars", chars=len(text), limit=MAX_INPUT_CHARS)
+    check_length(text)
     fmt = _detect(text) if fmt == "auto" else fmt
-    if fmt == "json":
+    if fmt in SEGMENTED:
+        raw = segment.pieces(CONTROL.sub("", text), SEGMENTED[fmt], max_tokens)
+        if len(raw) > max_tokens:   # segmentation stopped there: the full count is not known
+            raise TokenError("errors.tokens_too_many_words", limit=max_tokens)
+    elif fmt == "json":
         raw = _split_json(text)
     elif fmt == "comma":
-        raw = text.split(",")
+        raw = _COMMAS.split(text)
     elif fmt == "newline":
         raw = text.splitlines()
     else:
         raw = text.split()
     # JSON strings are taken as written (only control characters go); split text is trimmed.
-    cleaned = (_CONTROL.sub("", t) for t in raw)
+    cleaned = (CONTROL.sub("", t) for t in raw)
     tokens = [t for t in cleaned if t] if fmt == "json" else [t.strip() for t in cleaned if t.strip()]
     if not tokens:
         raise TokenError("errors.tokens_empty")
@@ -81,7 +115,12 @@ def parse_tokens(text: str, fmt: str = "auto", *, max_tokens: int = MAX_TOKENS) 
     if too_long is not None:
         raise TokenError("errors.token_too_long", index=too_long, chars=len(tokens[too_long]),
                          limit=MAX_TOKEN_CHARS)
-    return tokens
+    return tokens, fmt
+
+
+def parse_tokens(text: str, fmt: str = "auto", *, max_tokens: int = MAX_TOKENS) -> list[str]:
+    """Split `text` into tokens; raise TokenError with a user-facing sentence if it cannot."""
+    return parse(text, fmt, max_tokens=max_tokens)[0]
 
 
 def tokens_to_text(tokens) -> str:

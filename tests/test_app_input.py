@@ -2,6 +2,7 @@
 import pytest
 
 from attention.analysis import analyze
+from attention.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import MAX_TOKENS
 from tests.apptest import run_page
@@ -65,3 +66,82 @@ def test_chinese_interface():
     assert not at.exception
     assert at.title[0].value == "输入"
     assert at.sidebar.selectbox(key="lang").value == "zh"
+
+
+ZH_DEFAULT = "为什么自注意力评分越高模型表现越好？"
+
+
+def test_chinese_interface_starts_on_a_chinese_sentence_segmented():
+    at = run_page("app.py", lang="zh")
+    assert not at.exception
+    assert at.sidebar.text_area(key="in_text").value == ZH_DEFAULT     # as a reader types it
+    words = ["为什么", "自", "注意力", "评分", "越高", "模型", "表现", "越", "好", "？"]
+    assert at.dataframe[0].value.iloc[:, 1].tolist() == words
+    assert AttentionSpec.from_query(dict(at.query_params)).tokens == tuple(words)
+    assert any("jieba" in c.value for c in at.caption)               # says how it split
+    # a Chinese link with its own tokens keeps them
+    at = run_page("app.py", AttentionSpec(tokens=("猫", "狗")), lang="zh")
+    assert at.dataframe[0].value.iloc[:, 1].tolist() == ["猫", "狗"]
+
+
+def test_pasted_chinese_example_is_segmented_and_the_link_reopens_it():
+    at = run_page("app.py")
+    at.sidebar.selectbox(key="in_example").set_value("chinese_mixed").run()
+    assert not at.exception
+    assert at.sidebar.text_area(key="in_text").value == EXAMPLES["chinese_mixed"]
+    tokens = at.dataframe[0].value.iloc[:, 1].tolist()
+    assert len(tokens) == 15 and tokens[:4] == ["深入", "解析", "Attention", "机制"]
+    assert any("jieba" in c.value for c in at.caption)
+    at.sidebar.selectbox(key="in_fmt").set_value("characters").run()
+    assert at.dataframe[0].value.iloc[:, 1].tolist()[:5] == ["深", "入", "解", "析", "Attention"]
+    spec = AttentionSpec.from_query(dict(at.query_params))
+    again = run_page("app.py", spec)                                  # the link, in a new session
+    assert again.dataframe[0].value.iloc[:, 1].tolist() == list(spec.tokens)
+    assert AttentionSpec.from_query(dict(again.query_params)) == spec
+
+
+def test_the_toy_source_still_reads_a_comma_list():
+    at = run_page("app.py")
+    at.sidebar.text_area(key="in_text").input("Wait, what").run()
+    assert not at.exception
+    assert at.dataframe[0].value.iloc[:, 1].tolist() == ["Wait", "what"]
+    assert "text" not in at.query_params
+
+
+def _pieces(at) -> list[str]:
+    return at.dataframe[0].value.iloc[:, 1].tolist()
+
+
+def test_the_pretrained_source_reads_the_text_as_typed_and_the_link_reopens_it():
+    at = run_page("app.py", AttentionSpec(source="pretrained"))
+    at.sidebar.text_area(key="in_text").input("Wait, what").run()
+    assert not at.exception and not at.error
+    assert _pieces(at) == ["[CLS]", "wait", ",", "what", "[SEP]"]     # the comma reaches MiniLM
+    spec = AttentionSpec.from_query(dict(at.query_params))
+    assert spec.text == "Wait, what" and spec.tokens == ("Wait", "what")
+    again = run_page("app.py", spec)
+    assert again.sidebar.text_area(key="in_text").value == "Wait, what"
+    assert _pieces(again) == ["[CLS]", "wait", ",", "what", "[SEP]"]
+    assert AttentionSpec.from_query(dict(again.query_params)) == spec
+    # back to random projections: the same box is a token list again
+    again.sidebar.radio(key="in_source").set_value("toy").run()
+    assert _pieces(again) == ["Wait", "what"]
+
+
+def test_the_pretrained_source_says_how_many_word_pieces_it_does_not_know():
+    at = run_page("app.py", source="pretrained", lang="zh")       # the Chinese default
+    assert not at.exception and not at.error
+    pieces = _pieces(at)
+    unknown = pieces.count("[UNK]")
+    assert 0 < unknown < len(pieces) and "？" in pieces
+    assert any(f"{len(pieces)} 个词片中有 {unknown} 个是 [UNK]" in w.value for w in at.warning)
+
+
+def test_a_pretrained_link_reopens_its_text_under_the_format_that_gives_its_tokens():
+    spec = AttentionSpec(tokens=("New York", "Paris"), source="pretrained", text="New York, Paris")
+    at = run_page("app.py", spec)
+    assert not at.exception and not at.error
+    assert at.sidebar.text_area(key="in_text").value == "New York, Paris"
+    assert at.sidebar.selectbox(key="in_fmt").value == "comma"
+    assert AttentionSpec.from_query(dict(at.query_params)) == spec
+    assert _pieces(at) == ["[CLS]", "new", "york", ",", "paris", "[SEP]"]

@@ -59,6 +59,11 @@ EXPR = ["it's", "a\\b", '"q"', "datum.value", "${x}", "' + alert(1) + '", "</scr
 TOO_LONG_PIECES = {MODEL: "model.too_long"}  # MiniLM reads at most 512 word pieces
 
 
+def _han(n: int) -> str:
+    """n Chinese characters without a space, in no dictionary order."""
+    return "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(n))
+
+
 def parser(name: str, text: str, key: str, fmt: str | None = None, **params) -> Case:
     """Typed input the parser refuses with the message `key`, before anything is computed."""
     return Case(name, params=params, text=text, fmt=fmt, refused=key, pages=PARSER_PAGES)
@@ -93,6 +98,11 @@ CASES = [
     parser("json_single_quotes", "['a', 'b']", "errors.tokens_json_parse"),
     parser("json_empty_list", "[]", "errors.tokens_empty"),
     parser("json_only_empty_strings", '["", "\\u0000"]', "errors.tokens_empty"),
+    # Chinese without spaces: the token limit applies to the words after segmentation
+    parser("chinese_words_one_past_limit", "我们" * (MAX_TOKENS + 1), "errors.tokens_too_many_words"),
+    parser("chinese_characters_one_past_limit", "猫" * (MAX_TOKENS + 1),
+           "errors.tokens_too_many_words", fmt="characters"),
+    parser("chinese_no_spaces_at_char_limit", _han(MAX_INPUT_CHARS), "errors.tokens_too_many_words"),
     parser("heads_times_cells_over_cap", _words(MAX_TOKENS), "errors.spec_cells", heads="16"),
     parser("work_over_cap", _words(MAX_TOKENS), "errors.spec_work", d_k="1024", d_model="1024"),
     # ---- hostile text that is computed and drawn ---------------------------------------------
@@ -125,6 +135,16 @@ CASES = [
                                             "hm_q": "99999", "hm_k": "-5", "hm_pool": "evil"},
          page_errors=TOO_LONG_PIECES),
     Case("pretrained_hostile_text", params={"source": "pretrained", "tokens": json.dumps(HTML)}),
+    Case("chinese_words_at_limit_typed", text="我们" * MAX_TOKENS, tokens=("我们",) * MAX_TOKENS,
+         pages=(INPUT,)),
+    Case("chinese_mixed_html_typed", text="注意力<b>机制</b>：<script>x</script>为什么？",
+         tokens=("注意力", "<", "b", ">", "机制", "<", "/", "b", ">", "：", "<", "script", ">",
+                 "x", "<", "/", "script", ">", "为什么", "？")),
+    Case("pretrained_hostile_text_field", params={
+        "source": "pretrained", "tokens": "a", "lang": "zh",
+        "text": "<img src=x onerror=alert(1)> 注意力，$x$ **b** \u2028 \x00"}),
+    url("url_text_oversized", "errors.tokens_too_many_chars", pages=TEXT_PAGES,
+        source="pretrained", text="x" * (MAX_INPUT_CHARS + 1)),
     Case("pretrained_too_long", params={"source": "pretrained", "tokens": _words(600)},
          refused="model.too_long"),
     Case("temperature_min_causal_dk_max", params={"temperature": "0.01", "causal": "1",

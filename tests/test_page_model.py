@@ -162,3 +162,13 @@ def test_uploaded_attention_matrix_is_drawn_with_its_statistics():
     assert table["To previous"].iloc[0] == pytest.approx(1.0)
     cells = [f for f in chart_frames(at) if {"value", "query_pos"} <= set(f)]
     assert cells and cells[-1]["value"].sum() == pytest.approx(5.0)
+
+
+def test_a_pasted_sentence_reaches_the_model_as_typed():
+    """"Wait, what" typed with MiniLM selected: its comma is a word piece the heads attend to."""
+    at = open_model_page(AttentionSpec(source="pretrained"))
+    at.sidebar.text_area(key="in_text").input("Wait, what").run()
+    assert not at.exception and not at.error
+    assert at.code[0].value == "[CLS] wait , what [SEP]"
+    grids = [f for f in chart_frames(at) if {"qb", "kb", "layer", "head"} <= set(f)]
+    assert len(grids) == 1 and len(grids[0]) == 6 * 12 * 5 * 5

@@ -33,6 +33,8 @@ specs = st.builds(
     seed=bounded("seed"), positional=st.booleans(), causal=st.booleans(),
     temperature=st.floats(*LIMITS["temperature"]),
     source=st.sampled_from(SOURCES), layer=bounded("layer"),
+    text=st.just("") | st.text(st.characters(codec="utf-8"), max_size=60) | st.sampled_from(
+        ["Wait, what", "  a,b  ", "猫坐在垫子上，因为它很累。", '["x", "y"]', "a\n\tb", "%20&=#?+"]),
 )
 
 
@@ -154,3 +156,31 @@ def test_frozen_hashable_and_equal_by_value():
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.d_k = 32
     assert a.n == 2
+
+
+def test_model_sources_keep_the_text_as_typed_and_links_carry_it_only_when_it_matters():
+    spec = AttentionSpec(tokens=("Wait", "what"), source="pretrained", text=" Wait, what\x00 ")
+    assert spec.text == "Wait, what" and spec.model_text == "Wait, what"
+    query = no_warnings(spec.to_query)
+    assert query["text"] == "Wait, what" and query["tokens"] == "Wait what"
+    url_params = dict(parse_qsl(urlencode(query), keep_blank_values=True))
+    assert no_warnings(AttentionSpec.from_query, url_params) == spec
+    # the text says nothing more than the tokens: left out (one spec, one link per view)
+    plain = AttentionSpec(tokens=("the", "cat"), source="pretrained", text="the cat")
+    assert plain.text == "" and "text" not in plain.to_query() and plain.model_text == "the cat"
+    # the random-projection source reads tokens only
+    toy = AttentionSpec(tokens=("Wait", "what"), text="Wait, what")
+    assert toy.text == "" and toy == AttentionSpec(tokens=("Wait", "what"))
+
+
+def test_links_made_before_the_text_field_open_as_before():
+    old = {"tokens": "Wait what", "source": "pretrained", "layer": "2"}
+    spec = no_warnings(AttentionSpec.from_query, old)
+    assert spec.text == "" and spec.model_text == "Wait what" and spec.layer == 2
+
+
+def test_an_oversized_text_in_a_link_falls_back_with_a_warning():
+    spec, problems = AttentionSpec.parse_query(
+        {"source": "pretrained", "tokens": "a", "text": "x" * 200_001})
+    assert spec.text == "" and spec.tokens == ("a",)
+    assert [p.values["name"] for p in problems] == ["text"]

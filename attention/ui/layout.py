@@ -34,6 +34,7 @@ KEEP = "session"  # sidebar widgets keep their values across page switches
 @dataclass(frozen=True)
 class Page:
     spec: AttentionSpec | None  # None when the sidebar's input is invalid
+    fmt: str | None             # the token format the sidebar's text was split by
     lang: str
     share_slot: object          # sidebar placeholder that finish() fills with the share link
 
@@ -69,7 +70,8 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
     if error is not None and needs_spec:
         st.error(message(error), icon=":material/error:")
         st.stop()
-    return Page(spec=draft.spec, lang=st.session_state[LANG_KEY], share_slot=share_slot)
+    return Page(spec=draft.spec, fmt=draft.fmt, lang=st.session_state[LANG_KEY],
+                share_slot=share_slot)
 
 
 def _model_limit(spec: AttentionSpec) -> UserError | None:
@@ -82,7 +84,7 @@ def _model_limit(spec: AttentionSpec) -> UserError | None:
 
     ensure_model()
     try:
-        encode(" ".join(spec.tokens))
+        encode(spec.model_text)
     except UserError as err:
         return err
     return None

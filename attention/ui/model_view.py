@@ -41,7 +41,7 @@ FORMULAS = {
 
 def draw_model_tab(spec) -> None:
     """Everything about MiniLM's heads on the sidebar's text (the page's first tab)."""
-    text = " ".join(spec.tokens)
+    text = spec.model_text
     if spec.source != "pretrained":
         st.info(t("model.toy_note"), icon=":material/info:")
     if spec.causal or spec.temperature != 1.0:

@@ -12,14 +12,16 @@ from dataclasses import dataclass, fields
 import streamlit as st
 
 from ..errors import UserError
+from ..examples import DEFAULT_TEXT
 from ..spec import AttentionSpec
-from ..tokens import parse_tokens, tokens_to_text
+from ..tokens import FORMATS, TokenError, parse, parse_tokens, tokens_to_text
 from .text import LANG_KEY, initial_language
 
 KEY = "in_"            # prefix of every sidebar widget key
 TEXT, FMT = KEY + "text", KEY + "fmt"
 PAGE = "page_shown"    # the page this session last ran (see keep_across_pages)
-SPEC_FIELDS = [f.name for f in fields(AttentionSpec) if f.name != "tokens"]
+INPUTS = ("tokens", "text")   # the spec's fields that come from the token box
+SPEC_FIELDS = [f.name for f in fields(AttentionSpec) if f.name not in INPUTS]
 
 
 @dataclass(frozen=True)
@@ -28,17 +30,25 @@ class Draft:
     spec: AttentionSpec | None
     error: UserError | None
     url_problems: tuple[UserError, ...] = ()
+    fmt: str | None = None   # the format the token box was split by (what "auto" detected)
 
 
 def seed_from_url() -> tuple[UserError, ...]:
     """Fill the sidebar's widget state from the URL once per session (and per page reached
-    without it). Returns the URL parameters that were ignored, for a warning."""
+    without it). Returns the URL parameters that were ignored, for a warning.
+
+    A link without an input, opened in an interface language that has its own default
+    sentence (Chinese), starts on that sentence, as a reader of that language would type it."""
     if TEXT in st.session_state:
         return ()
-    spec, problems = AttentionSpec.parse_query(st.query_params.to_dict())
-    load_spec(spec)
     if LANG_KEY not in st.session_state:
         st.session_state[LANG_KEY] = initial_language()
+    params = st.query_params.to_dict()
+    spec, problems = AttentionSpec.parse_query(params)
+    load_spec(spec)
+    typed = DEFAULT_TEXT.get(st.session_state[LANG_KEY])
+    if typed and not any(name in params for name in INPUTS):
+        st.session_state[TEXT], st.session_state[FMT] = typed, "auto"
     return tuple(problems)
 
 
@@ -63,22 +73,38 @@ def sidebar_drawn(page: str) -> None:
 
 def load_spec(spec: AttentionSpec) -> None:
     """Put a spec into the sidebar widgets (from a callback, before they are drawn)."""
-    st.session_state[TEXT] = tokens_to_text(spec.tokens)
-    st.session_state[FMT] = "auto"
+    st.session_state[TEXT], st.session_state[FMT] = box_for(spec)
     for name in SPEC_FIELDS:
         st.session_state[KEY + name] = getattr(spec, name)
 
 
+def box_for(spec: AttentionSpec) -> tuple[str, str]:
+    """Token box text and format that give back this spec's tokens and text exactly: the text
+    as typed under the first format that splits it into the tokens (a hand-made link whose
+    tokens no format gives: the text still, which is all a model reads), or the tokens."""
+    if not spec.text:
+        return tokens_to_text(spec.tokens), "auto"
+    for fmt in FORMATS:
+        try:
+            if fmt != "json" and parse_tokens(spec.text, fmt) == list(spec.tokens):
+                return spec.text, fmt
+        except TokenError:
+            continue
+    return spec.text, "auto"
+
+
 def draft_from_widgets() -> Draft:
-    """The spec the sidebar's widgets describe, validated."""
+    """The spec the sidebar's widgets describe, validated. A model source also gets the text
+    as typed (punctuation and spacing kept), unless it is a JSON list of tokens."""
+    typed = st.session_state[TEXT]
     try:
-        tokens = parse_tokens(st.session_state[TEXT], st.session_state[FMT])
+        tokens, fmt = parse(typed, st.session_state[FMT])
         values = {name: st.session_state[KEY + name] for name in SPEC_FIELDS}
-        spec = AttentionSpec(tokens=tuple(tokens), **values)
+        spec = AttentionSpec(tokens=tuple(tokens), text="" if fmt == "json" else typed, **values)
         spec.validate()
     except UserError as err:
         return Draft(spec=None, error=err)
-    return Draft(spec=spec, error=None)
+    return Draft(spec=spec, error=None, fmt=fmt)
 
 
 def write_url(spec: AttentionSpec | None, **view: object) -> None:
