@@ -55,9 +55,9 @@ class Analysis:
 def qkv_for(spec: AttentionSpec) -> tuple[tuple[str, ...], torch.Tensor, torch.Tensor, torch.Tensor]:
     """The tokens and the (heads, n, d_k) queries, keys and values the spec describes."""
     if spec.source == "pretrained":
-        from .pretrained import layer_qkv  # lazy: only this path needs transformers
+        from .modelrun import layer_inputs  # lazy: only this path needs transformers
 
-        return layer_qkv(spec.model_text, spec.layer)
+        return layer_inputs(spec.model_source, spec.model_text, spec.layer)
     x = embed(spec.tokens, spec.d_model, spec.seed, spec.positional)     # (n, d_model)
     q, k, v = project(x, spec.d_k, spec.heads, spec.seed)               # (heads, n, d_k) each
     return spec.tokens, q, k, v
@@ -66,15 +66,27 @@ def qkv_for(spec: AttentionSpec) -> tuple[tuple[str, ...], torch.Tensor, torch.T
 def analyze(spec: AttentionSpec) -> Analysis:
     spec.validate()
     tokens, q, k, v = qkv_for(spec)
-    return analyze_qkv(spec, tokens, q, k, v)
+    return analyze_qkv(spec, tokens, q, k, v, mask=model_mask(spec))
+
+
+def model_mask(spec: AttentionSpec) -> torch.Tensor | None:
+    """A real model's own mask for the spec's layer (causal for a causal model; without the
+    sink keys when spec.hide_sinks), or None."""
+    if spec.source != "pretrained":
+        return None
+    from .modelrun import layer_mask
+
+    return layer_mask(spec.model_source, spec.model_text, spec.layer, hide_sinks=spec.hide_sinks)
 
 
 def analyze_qkv(spec: AttentionSpec, tokens, q: torch.Tensor, k: torch.Tensor,
-                v: torch.Tensor) -> Analysis:
+                v: torch.Tensor, mask: torch.Tensor | None = None) -> Analysis:
     """Scaled and unscaled attention of given q, k (heads, n, d_k) and v (heads, n, d_v)
-    (from a spec, a real model or an upload), with the spec's mask and temperature."""
+    (from a spec, a real model or an upload), with the spec's mask and temperature, and
+    `mask` (n, n) (a model's own) on top."""
     n = len(tokens)
-    mask = causal_mask(n) if spec.causal else None                      # (n, n)
+    causal = causal_mask(n) if spec.causal else None                    # (n, n)
+    mask = causal if mask is None else mask if causal is None else mask & causal
     scaled = attention(q, k, v, mask=mask, temperature=spec.temperature)
     unscaled = attention(q, k, v, scale=1.0, mask=mask, temperature=spec.temperature)
     return Analysis(

@@ -24,11 +24,13 @@ def is_punctuation(token: str) -> bool:
     return bool(text) and all(unicodedata.category(ch)[0] in "PS" for ch in text)
 
 
-def token_classes(tokens: tuple[str, ...] | list[str]) -> dict[str, torch.Tensor]:
-    """Boolean (n,) masks of the keys each share column counts."""
+def token_classes(tokens: tuple[str, ...] | list[str], cls: str | None = CLS,
+                  sep: str | None = SEP) -> dict[str, torch.Tensor]:
+    """Boolean (n,) masks of the keys each share column counts. cls and sep: the model's own
+    opening and separating special tokens ([CLS] and [SEP] for BERT; None: no such token)."""
     return {
-        "to_cls": torch.tensor([t == CLS for t in tokens], dtype=torch.bool),
-        "to_sep": torch.tensor([t == SEP for t in tokens], dtype=torch.bool),
+        "to_cls": torch.tensor([cls is not None and t == cls for t in tokens], dtype=torch.bool),
+        "to_sep": torch.tensor([sep is not None and t == sep for t in tokens], dtype=torch.bool),
         "to_punct": torch.tensor([is_punctuation(t) for t in tokens], dtype=torch.bool),
     }
 
@@ -42,7 +44,8 @@ def _diagonal_share(weights: torch.Tensor, offset: int) -> torch.Tensor:
     return diag.mean(dim=-1)
 
 
-def head_stats(weights: torch.Tensor, tokens) -> dict[str, torch.Tensor]:
+def head_stats(weights: torch.Tensor, tokens, cls: str | None = CLS,
+               sep: str | None = SEP) -> dict[str, torch.Tensor]:
     """Clark et al. 2019's per-head summary of weights (..., n, n), rows over keys.
 
     Each value has the leading shape (...) (e.g. (layers, heads)): mean row entropy (nats),
@@ -52,7 +55,7 @@ def head_stats(weights: torch.Tensor, tokens) -> dict[str, torch.Tensor]:
         "entropy": metrics.entropy(weights).mean(dim=-1),                 # (...)
         "max_weight": metrics.max_weight(weights).mean(dim=-1),           # (...)
     }
-    for name, keys in token_classes(tokens).items():
+    for name, keys in token_classes(tokens, cls, sep).items():
         stats[name] = (weights * keys.to(weights.dtype)).sum(dim=-1).mean(dim=-1)  # (...)
     stats["to_prev"] = _diagonal_share(weights, -1)
     stats["to_next"] = _diagonal_share(weights, 1)
@@ -60,15 +63,45 @@ def head_stats(weights: torch.Tensor, tokens) -> dict[str, torch.Tensor]:
     return stats
 
 
-def head_table(weights: torch.Tensor, tokens) -> pd.DataFrame:
+def head_table(weights: torch.Tensor, tokens, cls: str | None = CLS,
+               sep: str | None = SEP) -> pd.DataFrame:
     """One row per (layer, head) of weights (layers, heads, n, n) with HEAD_COLUMNS."""
-    layers, heads = weights.shape[:2]
-    stats = head_stats(weights, tokens)                                   # name -> (layers, heads)
+    return _per_head(head_stats(weights, tokens, cls, sep), HEAD_COLUMNS)
+
+
+def _per_head(stats: dict[str, torch.Tensor], columns) -> pd.DataFrame:
+    """name -> (layers, heads) tensors as one row per (layer, head)."""
+    layers, heads = stats[columns[0]].shape
     ll, hh = torch.meshgrid(torch.arange(layers), torch.arange(heads), indexing="ij")
     frame = pd.DataFrame({"layer": ll.flatten().numpy(), "head": hh.flatten().numpy()})
-    for name in HEAD_COLUMNS:
+    for name in columns:
         frame[name] = stats[name].flatten().numpy()
     return frame
+
+
+# ---- attention sinks (Xiao et al. 2023, StreamingLLM; Clark et al. 2019 on [SEP]) --------
+
+SINK_COLUMNS = ("to_first", "to_special")
+
+
+def sink_table(weights: torch.Tensor, special: torch.Tensor) -> pd.DataFrame:
+    """Per (layer, head) of weights (layers, heads, n, n): the mean share of a row's attention
+    on the first token (to_first) and on the special tokens (to_special; special (n,) bool,
+    the tokenizer's special tokens wherever they stand)."""
+    keys = special.to(weights.dtype)                                      # (n,)
+    stats = {"to_first": weights[..., 0].mean(dim=-1),                    # (layers, heads)
+             "to_special": (weights * keys).sum(dim=-1).mean(dim=-1)}
+    return _per_head(stats, SINK_COLUMNS)
+
+
+def without_sinks(weights: torch.Tensor, sinks: torch.Tensor) -> torch.Tensor:
+    """weights (..., n, n) with no weight on the sink keys (sinks (n,) bool), each row
+    renormalised; a row whose weight was all on sinks is kept as it was. This equals the
+    softmax over the other keys, i.e. the "hide_sinks" intervention's weights."""
+    kept = weights * (~sinks).to(weights.dtype)                           # (..., n, n)
+    total = kept.sum(dim=-1, keepdim=True)                                # (..., n, 1)
+    return torch.where(total > 0, kept / total.clamp_min(torch.finfo(weights.dtype).tiny),
+                       weights)
 
 
 def rollout(weights: torch.Tensor) -> torch.Tensor:
@@ -113,12 +146,34 @@ def _span_label(tokens, first: int, last: int) -> str:
     return f"{tokens[first]} ·{first}" if first == last else f"·{first}–·{last}"
 
 
+def grid_blocks(weights: torch.Tensor, cells: int = GRID_CELLS) -> tuple[torch.Tensor, list]:
+    """weights (layers, heads, n, n) pooled to (layers, heads, b, b), b = min(n, cells), and
+    each block's (first, last) position."""
+    mean_rows, sum_cols, spans = block_matrices(weights.shape[-1], cells)
+    return mean_rows @ weights @ sum_cols.T, spans                      # (layers, heads, b, b)
+
+
+def grid_image(weights: torch.Tensor, cells: int = GRID_CELLS):
+    """The all-heads grid as one array for an image: (layers * (b + 1), heads * (b + 1))
+    float64 numpy, head (l, h) at rows l(b+1).., columns h(b+1).., NaN in the one-block gaps
+    between heads (drawn transparent). Returns (array, b)."""
+    import numpy as np
+
+    pooled, spans = grid_blocks(weights, cells)
+    layers, heads, b, _ = pooled.shape
+    step = b + 1
+    out = np.full((layers * step, heads * step), np.nan)
+    padded = np.full((layers, heads, step, step), np.nan)
+    padded[:, :, :b, :b] = pooled.numpy()
+    out[:, :] = padded.transpose(0, 2, 1, 3).reshape(layers * step, heads * step)
+    return out, b
+
+
 def grid_frame(weights: torch.Tensor, tokens, cells: int = GRID_CELLS) -> pd.DataFrame:
     """weights (layers, heads, n, n) -> one row per (layer, head, query block, key block):
     layer, head, qb, kb (block index), query, key (labels), weight (pooled share)."""
     layers, heads, n, _ = weights.shape
-    mean_rows, sum_cols, spans = block_matrices(n, cells)
-    pooled = mean_rows @ weights @ sum_cols.T                            # (layers, heads, b, b)
+    pooled, spans = grid_blocks(weights, cells)                          # (layers, heads, b, b)
     b = len(spans)
     ll, hh, qq, kk = torch.meshgrid(torch.arange(layers), torch.arange(heads),
                                     torch.arange(b), torch.arange(b), indexing="ij")

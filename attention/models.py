@@ -368,10 +368,21 @@ class LoadedModel:
                                 name=self.name)
         return out
 
-    def run(self, text: str, interventions=()) -> ModelRun:
-        """One forward pass of `text` with core.attention (and the interventions) inside."""
+    def run(self, text: str, interventions=(), *, mask_at: int | None = None) -> ModelRun:
+        """One forward pass of `text` with core.attention (and the interventions) inside.
+        mask_at: replace the token at that position by the tokenizer's mask token first (a
+        masked LM's prediction there); UserError when there is no mask token or position."""
         interventions = self.check(interventions)
         enc = self.encode(text)
+        if mask_at is not None:
+            mask_id = getattr(self.tokenizer, "mask_token_id", None)
+            if mask_id is None:
+                raise UserError("models.no_mask_token", name=self.name)
+            n = enc["input_ids"].shape[1]
+            if not 0 <= mask_at < n:
+                raise UserError("models.bad_position", position=mask_at, last=n - 1)
+            enc["input_ids"] = enc["input_ids"].clone()
+            enc["input_ids"][0, mask_at] = mask_id
         ids = enc["input_ids"][0]                                      # (n,)
         sinks = torch.isin(ids, torch.tensor(sorted(self.special_ids), dtype=ids.dtype))
         sinks[0] = True                                                # (n,) first token too

@@ -9,6 +9,11 @@ typed for a source that runs a real model with its own tokenizer ("Wait, what" k
 comma). `text` is "" when it would say nothing more than the tokens joined by spaces (and
 always for the toy source), so a link carries it only when it matters and links made before
 it existed open as before: `model_text` is what a model reads.
+
+Which real model: `source="pretrained"` with `model` "" (the bundled all-MiniLM-L6-v2, what
+links made before `model` existed open) or a local folder path / Hugging Face id, given to
+`models.load_model`. `hide_sinks` renormalises a real model's weights without the first
+token and special tokens. Both, like `text`, are written to a link only when set.
 """
 from __future__ import annotations
 
@@ -32,8 +37,11 @@ LIMITS = {
     "heads": (1, 16),
     "seed": (0, 2**31 - 1),
     "temperature": (0.01, 100.0),
-    "layer": (0, 5),
+    "layer": (0, 255),   # checked against the loaded model where it is loaded (ui/model.py)
 }
+MAX_MODEL_CHARS = 300    # a folder path or a Hub id
+BUNDLED_MODEL = "all-MiniLM-L6-v2"   # models.BUNDLED (not imported: spec stays torch-free)
+OPTIONAL = ("text", "model", "hide_sinks")   # written to a link only when set
 MAX_CELLS = 12 * MAX_TOKENS * MAX_TOKENS  # heads * n * n: 12 heads at the token limit
 # Multiply-adds of the toy model's projections and score products, heads * n * d_k * (n +
 # d_model): 12 heads at the token limit with d_k = d_model = 64 (about 2 s on one core). At the
@@ -59,9 +67,11 @@ class AttentionSpec:
     positional: bool = True
     causal: bool = False
     temperature: float = 1.0
-    source: str = "toy"  # "toy": hashed embeddings + random projections; "pretrained": MiniLM
-    layer: int = 0       # which pretrained layer's heads (source="pretrained" only)
+    source: str = "toy"  # "toy": hashed embeddings + random projections; "pretrained": a model
+    layer: int = 0       # which model layer's heads (source="pretrained" only)
     text: str = ""       # the input as typed, for model sources; "" = the tokens joined by spaces
+    model: str = ""      # source="pretrained": "" = bundled MiniLM, else a folder path or Hub id
+    hide_sinks: bool = False  # source="pretrained": no weight on first/special tokens, renormalised
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tokens", tuple(self.tokens))
@@ -69,6 +79,17 @@ class AttentionSpec:
         if self.source == "toy" or text == " ".join(self.tokens):
             text = ""                                # one spec (one link, one cache key) per view
         object.__setattr__(self, "text", text)
+        model = self.model.strip() if isinstance(self.model, str) else self.model
+        if self.source == "toy" or model == BUNDLED_MODEL:
+            model = ""
+        object.__setattr__(self, "model", model)
+        if self.source == "toy":
+            object.__setattr__(self, "hide_sinks", False)
+
+    @property
+    def model_source(self) -> str:
+        """What `models.load_model` is given: the bundled model's name or `model`."""
+        return self.model or BUNDLED_MODEL
 
     @property
     def n(self) -> int:
@@ -91,6 +112,7 @@ class AttentionSpec:
                 raise SpecError("errors.spec_range", name=name, value=value, lo=lo, hi=hi)
         if self.source not in SOURCES:
             raise SpecError("errors.spec_source", source=self.source, sources=", ".join(SOURCES))
+        check_model(self.model)
         if self.heads * self.n * self.n > MAX_CELLS:
             raise SpecError("errors.spec_cells", heads=self.heads, n=self.n,
                             max_heads=max(1, MAX_CELLS // (self.n * self.n)))
@@ -107,9 +129,9 @@ class AttentionSpec:
         query = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "text":
+            if f.name in OPTIONAL:
                 if value:
-                    query[f.name] = value
+                    query[f.name] = "1" if value is True else value
             elif f.name == "tokens":
                 query[f.name] = _encode_tokens(value)
             elif isinstance(value, bool):
@@ -151,6 +173,18 @@ class AttentionSpec:
         return spec
 
 
+def check_model(model: object) -> str:
+    """`model` itself when it can name a model (a string of at most MAX_MODEL_CHARS characters
+    without control characters), else SpecError. Whether it loads is models.load_model's call."""
+    if not isinstance(model, str):
+        raise SpecError("errors.spec_model_type")
+    if len(model) > MAX_MODEL_CHARS:
+        raise SpecError("errors.spec_model_long", chars=len(model), limit=MAX_MODEL_CHARS)
+    if CONTROL.search(model) or any(ch in model for ch in "\n\r\t"):
+        raise SpecError("errors.spec_model_control")
+    return model
+
+
 def _encode_tokens(tokens: tuple[str, ...]) -> str:
     plain = " ".join(tokens)
     if plain.split() == list(tokens) and not plain.startswith("["):
@@ -164,6 +198,8 @@ def _decode(name: str, raw: str, default: object) -> object:
         return tuple(parse_tokens(raw, "json" if raw.lstrip().startswith("[") else "whitespace"))
     if name == "text":
         return check_length(raw)
+    if name == "model":
+        return check_model(raw.strip())
     if isinstance(default, bool):
         if raw.lower() in ("1", "true", "yes", "on"):
             return True

@@ -33,6 +33,8 @@ specs = st.builds(
     seed=bounded("seed"), positional=st.booleans(), causal=st.booleans(),
     temperature=st.floats(*LIMITS["temperature"]),
     source=st.sampled_from(SOURCES), layer=bounded("layer"),
+    model=st.sampled_from(["", "all-MiniLM-L6-v2", "gpt2", "/tmp/my model", "org/名前", "a&b=c"]),
+    hide_sinks=st.booleans(),
     text=st.just("") | st.text(st.characters(codec="utf-8"), max_size=60) | st.sampled_from(
         ["Wait, what", "  a,b  ", "猫坐在垫子上，因为它很累。", '["x", "y"]', "a\n\tb", "%20&=#?+"]),
 )
@@ -72,7 +74,7 @@ def test_tokens_that_need_json_are_encoded_as_json():
     ("heads", "-1"), ("heads", "17"), ("d_model", "9" * 5000), ("seed", "-1"),
     ("seed", str(2**31)), ("temperature", "nan"), ("temperature", "inf"),
     ("temperature", "0.001"), ("temperature", "1000"), ("temperature", "warm"),
-    ("positional", "maybe"), ("causal", "2"), ("layer", "6"), ("source", "gpu"),
+    ("positional", "maybe"), ("causal", "2"), ("layer", "256"), ("layer", "-1"), ("model", "a\nb"), ("model", "x" * 301), ("source", "gpu"),
     ("tokens", ""), ("tokens", "   "), ("tokens", '["a", 1]'), ("tokens", "[broken"),
     ("tokens", " ".join(["w"] * (MAX_TOKENS + 1))),
 ])
@@ -184,3 +186,27 @@ def test_an_oversized_text_in_a_link_falls_back_with_a_warning():
         {"source": "pretrained", "tokens": "a", "text": "x" * 200_001})
     assert spec.text == "" and spec.tokens == ("a",)
     assert [p.values["name"] for p in problems] == ["text"]
+
+
+def test_model_and_hide_sinks_are_in_the_link_only_when_set():
+    old = AttentionSpec(tokens=("a", "b"), source="pretrained")
+    assert "model" not in old.to_query() and "hide_sinks" not in old.to_query()
+    # an old link (source=pretrained, no model) opens MiniLM
+    assert AttentionSpec.from_query(old.to_query()).model_source == "all-MiniLM-L6-v2"
+    mine = AttentionSpec(tokens=("a", "b"), source="pretrained", model=" /tmp/tiny ",
+                         hide_sinks=True)
+    assert mine.model == "/tmp/tiny"
+    assert mine.to_query()["model"] == "/tmp/tiny" and mine.to_query()["hide_sinks"] == "1"
+    assert no_warnings(AttentionSpec.from_query, mine.to_query()) == mine
+    # the bundled name and the toy source carry no model: one spec per view
+    assert AttentionSpec(source="pretrained", model="all-MiniLM-L6-v2").model == ""
+    assert AttentionSpec(model="gpt2", hide_sinks=True) == AttentionSpec()
+
+
+@pytest.mark.parametrize("model, key", [("x" * 301, "errors.spec_model_long"),
+                                        ("a\x07b", "errors.spec_model_control"),
+                                        ("a\tb", "errors.spec_model_control")])
+def test_bad_model_names_are_refused_with_a_sentence(model, key):
+    with pytest.raises(SpecError) as err:
+        AttentionSpec(source="pretrained", model=model).validate()
+    assert err.value.key == key

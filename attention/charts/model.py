@@ -75,6 +75,49 @@ def grid_chart(frame: pd.DataFrame, lang: str, *, current: tuple[int, int] | Non
                                                          height=layers * step * cell_px))
 
 
+def grid_image_chart(url: str, layers: int, heads: int, blocks: int, lang: str, *,
+                     current: tuple[int, int] | None = None, cell_px: int = 2) -> alt.LayerChart:
+    """The same grid for many heads (a BERT-base's 144, a 32 x 32 model's 1,024): one image
+    (headstats.grid_image coloured by charts.colors, 'blues' on [0, 1]) under one transparent
+    rect per head that carries the tooltip and the click selection GRID_PICK."""
+    step = blocks + 1
+    width, height = heads * step, layers * step
+    scale_x = alt.Scale(domain=[0, width], nice=False, zero=False)
+    scale_y = alt.Scale(domain=[0, height], nice=False, zero=False, reverse=True)
+
+    def axis(count: int, key: str) -> alt.Axis:
+        every = max(1, count // 16)                                      # at most ~16 labels
+        return alt.Axis(values=[i * step + blocks / 2 for i in range(0, count, every)],
+                        grid=False, ticks=False, domain=False, labelAngle=0,
+                        labelExpr=f"{_js(_t(lang, key))} + floor(datum.value / {step})")
+
+    span = alt.InlineData(values=[{"x": 0, "x2": width, "y": 0, "y2": height}])
+    picture = alt.Chart(span).mark_image(url=url, aspect=False, smooth=False).encode(
+        x=alt.X("x:Q", title=_t(lang, "grid_heads"), axis=axis(heads, "grid_head"), scale=scale_x),
+        x2="x2:Q",
+        y=alt.Y("y:Q", title=_t(lang, "grid_layers"), axis=axis(layers, "grid_layer"),
+                scale=scale_y),
+        y2="y2:Q")
+    ll, hh = np.meshgrid(np.arange(layers), np.arange(heads), indexing="ij")
+    cells = pd.DataFrame({"layer": ll.ravel(), "head": hh.ravel()})
+    cells = cells.assign(x=cells["head"] * step, x2=cells["head"] * step + blocks,
+                         y=cells["layer"] * step, y2=cells["layer"] * step + blocks)
+    pick = alt.selection_point(name=GRID_PICK, fields=["layer", "head"], on="click",
+                               clear=False, empty=False)
+    hits = alt.Chart(cells).mark_rect(opacity=0.0).encode(
+        x=alt.X("x:Q", scale=scale_x), x2="x2:Q", y=alt.Y("y:Q", scale=scale_y), y2="y2:Q",
+        tooltip=[alt.Tooltip("layer:Q", title=_t(lang, "layer")),
+                 alt.Tooltip("head:Q", title=_t(lang, "head"))]).add_params(pick)
+    layer, head = current if current is not None else (-1, -1)
+    frame_box = pd.DataFrame({"x": [head * step - 0.25], "x2": [head * step + blocks + 0.25],
+                              "y": [layer * step - 0.25], "y2": [layer * step + blocks + 0.25]})
+    box = alt.Chart(frame_box).mark_rect(fill=None, stroke="#d62728", strokeWidth=2).encode(
+        x=alt.X("x:Q", scale=scale_x), x2="x2:Q", y=alt.Y("y:Q", scale=scale_y), y2="y2:Q")
+    px = max(cell_px, min(8, 900 // max(width, 1)))
+    return natural_size(alt.layer(picture, hits, box).properties(
+        width=width * px, height=height * px))
+
+
 # ---- per-head statistics ------------------------------------------------------------------
 
 def head_stat_chart(table: pd.DataFrame, column: str, lang: str) -> alt.Chart:

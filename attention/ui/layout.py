@@ -13,7 +13,7 @@ import streamlit as st
 from ..errors import UserError
 from ..examples import EXAMPLES
 from ..i18n import LANGUAGES
-from ..spec import LIMITS, SOURCES, AttentionSpec
+from ..spec import LIMITS, MAX_MODEL_CHARS, SOURCES, AttentionSpec
 from ..tokens import FORMATS
 from . import state
 from .snapshot import snapshot_box
@@ -59,14 +59,14 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
     state.keep_across_pages(title_key)
     st.set_page_config(page_title=f"{t(title_key)} · Attention Explorer",
                        page_icon=":material/grid_on:", layout="wide")
-    draft = _sidebar()
+    draft, sidebar_problems = _sidebar()
     state.sidebar_drawn(title_key)
     share_slot = st.sidebar.container()
-    for problem in url_problems:
+    for problem in (*url_problems, *sidebar_problems):
         st.warning(message(problem), icon=":material/link_off:")
     state.write_url(draft.spec)
     st.title(t(title_key))
-    error = draft.error or (_model_limit(draft.spec) if needs_spec else None)
+    error = draft.error or (model_check(draft.spec) if needs_spec else None)
     if error is not None and needs_spec:
         st.error(message(error), icon=":material/error:")
         st.stop()
@@ -74,20 +74,15 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
                 share_slot=share_slot)
 
 
-def _model_limit(spec: AttentionSpec) -> UserError | None:
-    """MiniLM reads at most 512 word pieces: refuse a longer text here, with its message,
-    rather than inside a page's computation (the toy model has no such limit)."""
+def model_check(spec: AttentionSpec) -> UserError | None:
+    """A real model that cannot be loaded, a text longer than it reads or a layer it lacks:
+    refused here, with its sentence, rather than inside a page's computation (the toy model
+    has no such limits)."""
     if spec.source != "pretrained":
         return None
-    from ..pretrained import encode
-    from .model import ensure_model
+    from .model import check
 
-    ensure_model()
-    try:
-        encode(spec.model_text)
-    except UserError as err:
-        return err
-    return None
+    return check(spec)
 
 
 def _choose_example() -> None:
@@ -97,7 +92,7 @@ def _choose_example() -> None:
         st.session_state[state.FMT] = "auto"
 
 
-def _sidebar() -> state.Draft:
+def _sidebar() -> tuple[state.Draft, list[UserError]]:
     sb = st.sidebar
     sb.selectbox(t("sidebar.language"), list(LANGUAGES), key=LANG_KEY,
                  format_func=LANGUAGES.get, persist_state=KEEP)
@@ -116,7 +111,10 @@ def _sidebar() -> state.Draft:
     sb.selectbox(t("sidebar.format"), FORMATS, key=state.FMT, persist_state=KEEP,
                  format_func=lambda f: t(f"sidebar.format_{f}"))
     toy = st.session_state[state.KEY + "source"] == "toy"
+    problems = []
     with sb.expander(t("sidebar.model_settings"), expanded=True):
+        if not toy:
+            problems += _model_picker()
         _number("d_model", toy)
         _number("d_k", toy)
         _number("heads", toy)
@@ -124,17 +122,49 @@ def _sidebar() -> state.Draft:
         st.toggle(t("sidebar.positional"), key=state.KEY + "positional", disabled=not toy,
                   persist_state=KEEP,
                   help=t("sidebar.positional_help"))
-        if not toy:
-            st.slider(t("sidebar.layer"), *LIMITS["layer"], key=state.KEY + "layer", persist_state=KEEP,
-                      help=t("sidebar.layer_help"))
-            st.caption(t("sidebar.pretrained_fixed"))
     st.sidebar.toggle(t("sidebar.causal"), key=state.KEY + "causal", help=t("sidebar.causal_help"),
                       persist_state=KEEP)
     lo, hi = LIMITS["temperature"]
     st.sidebar.number_input(t("sidebar.temperature"), min_value=lo, max_value=hi, step=0.1,
                             key=state.KEY + "temperature", help=t("sidebar.temperature_help"),
                             persist_state=KEEP)
-    return state.draft_from_widgets()
+    return state.draft_from_widgets(), problems
+
+
+def _model_picker() -> list[UserError]:
+    """Which real model (the bundled one or a folder / Hub id), its layer slider over the
+    layers it has, and the hide-sinks toggle. A model that does not load leaves the slider at
+    its widest; page_setup then shows why. Returns warnings (a link's layer out of range)."""
+    from .. import models
+    from .model import ensure_model
+
+    st.selectbox(t("sidebar.model"), state.PICKS, key=state.MODEL_PICK, persist_state=KEEP,
+                 format_func=lambda p: t(f"sidebar.model_{p}"))
+    if st.session_state[state.MODEL_PICK] == "own":
+        st.text_input(t("sidebar.model_path"), key=state.MODEL, max_chars=MAX_MODEL_CHARS,
+                      help=t("sidebar.model_path_help"), persist_state=KEEP)
+        downloads = "downloads_on" if models.downloads_allowed() else "downloads_off"
+        st.caption(t("sidebar.model_caption", downloads=t(f"sidebar.{downloads}"),
+                     limit=models.max_params()))
+    try:
+        loaded = ensure_model(state.model_choice() or models.BUNDLED)
+    except UserError:
+        loaded = None
+    problems, key = [], state.KEY + "layer"
+    last = loaded.layers - 1 if loaded is not None else LIMITS["layer"][1]
+    if st.session_state.get(key, 0) > last:
+        problems.append(UserError("sidebar.model_layer_clamped", layer=st.session_state[key],
+                                  last=last, name=loaded.name))
+        st.session_state[key] = last
+    if last > 0:
+        st.slider(t("sidebar.layer"), 0, last, key=key, persist_state=KEEP,
+                  help=t("sidebar.layer_help"))
+    st.toggle(t("sidebar.hide_sinks"), key=state.KEY + "hide_sinks", persist_state=KEEP,
+              help=t("sidebar.hide_sinks_help"))
+    if loaded is not None:
+        st.caption(t("sidebar.pretrained_fixed", name=loaded.name, layers=loaded.layers,
+                     heads=loaded.heads, d_head=loaded.d_head, hidden=loaded.hidden))
+    return problems
 
 
 def _number(name: str, enabled: bool) -> None:

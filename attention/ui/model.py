@@ -1,37 +1,72 @@
-"""Cached access to MiniLM for the pages: the model once per server, each text's report once.
+"""Cached access to real models for the pages: a model once per server (at most MODELS at a
+time besides the bundled one: server memory is bounded), each (source, text, interventions)
+run once.
 
-Call ensure_model() first on a page: it shows a spinner while the model loads. Transformers
-itself is imported by pretrained.load() only, so pages that never show the model never pay
-for it.
+Call ensure_model(source) first on a page: it shows a spinner while the model loads and
+returns the model, or raises the UserError that says why it cannot be loaded. Transformers
+is imported by models.load_model only, so pages that never show a model never pay for it.
 """
 from __future__ import annotations
 
 import streamlit as st
 
-from .. import pretrained
+from .. import interventions as ivlink
+from .. import modelrun, models
+from ..errors import UserError
+from ..spec import AttentionSpec
 from .text import t
 
-
-@st.cache_resource(show_spinner=False)
-def _model() -> pretrained.Model:
-    return pretrained.load()
+MODELS = 2
+_LOADED: set[str] = set()    # sources loaded in this process (no spinner for those)
 
 
-def ensure_model() -> pretrained.Model:
-    """The model, loaded on first use on this server with a spinner; cached afterwards."""
-    if pretrained.load.cache_info().currsize:
-        return _model()
+@st.cache_resource(max_entries=MODELS + 1, show_spinner=False)
+def _model(source: str) -> models.LoadedModel:
+    loaded = models.load_model(source)
+    _LOADED.add(source)
+    return loaded
+
+
+def ensure_model(source: str = models.BUNDLED) -> models.LoadedModel:
+    """The model `source` names, loaded on first use with a spinner; UserError otherwise."""
+    if source in _LOADED:
+        return _model(source)
     with st.spinner(t("common.loading_model"), show_time=True):
-        return _model()
+        return _model(source)
 
 
-@st.cache_resource(max_entries=8, ttl="1h", show_spinner=False)
-def report(text: str) -> pretrained.ModelReport:
-    """All 72 heads of `text`, the per-head table and the rollout."""
-    return pretrained.report(text)
+def check(spec: AttentionSpec) -> UserError | None:
+    """Why the spec's model cannot show the spec's text and layer, or None. Loads the model."""
+    if spec.source != "pretrained":
+        return None
+    try:
+        loaded = ensure_model(spec.model_source)
+        if spec.model_source == models.BUNDLED:
+            from ..pretrained import encode
+
+            encode(spec.model_text)          # MiniLM's own sentence for its 512 pieces
+        loaded.encode(spec.model_text)
+        modelrun.check_layer(loaded, spec.layer)
+    except UserError as err:
+        return err
+    return None
+
+
+@st.cache_resource(max_entries=4, ttl="1h", show_spinner=False)
+def report(source: str, text: str, hide_sinks: bool = False) -> modelrun.HeadsReport:
+    """Every head of `text`, the per-head and sink tables and the rollout."""
+    return modelrun.heads_report(source, text, hide_sinks=hide_sinks)
 
 
 @st.cache_resource(max_entries=32, ttl="1h", show_spinner=False)
-def value_weighted(text: str, layer: int, head: int):
-    """(alpha (n, n), ||alpha f|| (n, n), ||f|| (n,)) of one head."""
-    return pretrained.value_weighted(text, layer, head)
+def value_weighted(source: str, text: str, layer: int, head: int):
+    """(alpha (n, n), ||alpha f|| (n, n), ||f|| (n,)) of one head, or None."""
+    return modelrun.value_weighted(source, text, layer, head)
+
+
+@st.cache_resource(max_entries=6, ttl="1h", show_spinner=False)
+def run(source: str, text: str, iv: str = "", mask_at: int | None = None) -> models.ModelRun:
+    """One forward pass with the interventions `iv` (the link's form) inside."""
+    items, _ = ivlink.from_param(iv)
+    ivs = tuple(models.Intervention(*item) for item in items)
+    return modelrun.run(source, text, ivs, mask_at=mask_at)

@@ -1,7 +1,9 @@
-"""The MiniLM tab of the Model heads page, each section drawn from a cached ModelReport.
+"""The model tab of the Model heads page, each section drawn from a cached HeadsReport of
+the sidebar's model (the bundled MiniLM unless the sidebar names another; MiniLM for the
+random-projection source).
 
 The page script stays a few calls; the drawing, the head picker (URL-backed, and set by a
-click on the grid) and the explanations live here.
+click on the grid) and the explanations live here; the interventions are intervene_view.
 """
 from __future__ import annotations
 
@@ -9,27 +11,31 @@ from dataclasses import replace
 
 import streamlit as st
 
+from ..charts import colors
 from ..charts import model as charts
 from ..errors import UserError
-from ..headstats import GRID_CELLS, HEAD_COLUMNS, grid_frame
-from ..pretrained import HEADS, LAYERS
+from ..headstats import GRID_CELLS, HEAD_COLUMNS, SINK_COLUMNS, grid_frame, grid_image
+from ..models import BUNDLED
 from . import cache
 from . import model as cached
 from .heatmap_view import draw_comparison
 from .explain import explanation
 from .export import chart_buttons, csv_button
+from .intervene_view import draw_interventions
 from .state import view_widget
 from .text import lang, message, t
 
-LAYER_VIEW, HEAD_VIEW, STAT_VIEW = "mlayer", "mhead", "mstat"
+LAYER_VIEW, HEAD_VIEW, STAT_VIEW, SINK_VIEW = "mlayer", "mhead", "mstat", "msink"
 GRID_KEY = "model_grid"
+GRID_RECTS = 6 * 12 * GRID_CELLS * GRID_CELLS   # MiniLM's grid, rect by rect; more: one image
 
 # Formulas are symbols only, the same in every language; the words around them are in model.toml.
 FORMULAS = {
     "attention": r"\alpha^{(l,h)} = \operatorname{softmax}\!\Big(\frac{(x W_Q^h + b_Q^h)"
-                 r"(x W_K^h + b_K^h)^\top}{\sqrt{d_\text{head}}}\Big),\quad d_\text{head} = 32",
+                 r"(x W_K^h + b_K^h)^\top}{\sqrt{d_\text{head}}}\Big)",
     "unscaled": r"\tilde\alpha^{(l,h)} = \operatorname{softmax}\!\big(q\,k^\top\big)"
-                r" = \operatorname{softmax}\!\big(\sqrt{32}\cdot q\,k^\top/\sqrt{32}\big)",
+                r" = \operatorname{softmax}\!\big(\sqrt{d_\text{head}}\cdot q\,k^\top/"
+                r"\sqrt{d_\text{head}}\big)",
     "stats": r"H = \frac1n\sum_i\Big(-\sum_j \alpha_{ij}\ln\alpha_{ij}\Big),\quad"
              r"\text{[SEP]} = \frac1n\sum_i\sum_{j:\,t_j=\text{[SEP]}}\alpha_{ij},\quad"
              r"\text{prev} = \frac1{n-1}\sum_{i\ge1}\alpha_{i,i-1}",
@@ -40,39 +46,50 @@ FORMULAS = {
 
 
 def draw_model_tab(spec) -> None:
-    """Everything about MiniLM's heads on the sidebar's text (the page's first tab)."""
+    """Everything about the model's heads on the sidebar's text (the page's first tab)."""
     text = spec.model_text
-    if spec.source != "pretrained":
+    real = spec.source == "pretrained"
+    source = spec.model_source if real else BUNDLED
+    if not real:
         st.info(t("model.toy_note"), icon=":material/info:")
     if spec.causal or spec.temperature != 1.0:
         st.info(t("model.own_settings"), icon=":material/info:")
-    cached.ensure_model()
     try:
+        loaded = cached.ensure_model(source)
         with st.spinner(t("common.computing")):
-            report = cached.report(text)
+            report = cached.report(source, text, spec.hide_sinks)
     except UserError as err:
         st.error(message(err), icon=":material/error:")
         return
-    draw_pieces(report.tokens)
+    draw_pieces(report)
     grid_slot = st.container()        # the grid shows above the pickers but needs their value
-    layer, head = pick_head()
+    layer, head = pick_head(loaded.layers, loaded.heads)
     with grid_slot:
-        draw_grid(report, (layer, head))
+        draw_grid(report, (layer, head), hidden=spec.hide_sinks)
     st.subheader(t("model.compare_title", layer=layer, head=head))
-    st.caption(t("model.compare_help"))
-    with st.spinner(t("common.computing")):   # the model's own settings: no mask, temperature 1
-        analysis = cache.analysis(replace(spec, source="pretrained", layer=layer, causal=False,
-                                          temperature=1.0))
+    st.caption(t("model.compare_help", d_head=loaded.d_head, root=loaded.d_head ** 0.5))
+    with st.spinner(t("common.computing")):   # the model's own settings: its mask, temperature 1
+        analysis = cache.analysis(replace(spec, source="pretrained", model=spec.model if real
+                                          else "", layer=layer, causal=False, temperature=1.0))
     draw_comparison(analysis, head, key_prefix="mh")
     draw_table(report)
+    draw_sinks(report)
     draw_rollout(report, layer)
-    draw_value_weighted(text, report.tokens, layer, head)
+    if report.has_values:
+        draw_value_weighted(source, text, report.tokens, layer, head)
+    else:
+        st.info(t("model.value_unknown"), icon=":material/info:")
+    draw_interventions(loaded, source, text)
     draw_explanations()
 
 
-def draw_pieces(tokens: tuple[str, ...]) -> None:
-    st.caption(t("model.pieces", n=len(tokens)))
-    st.code(" ".join(tokens), language=None, wrap_lines=True)
+def draw_pieces(report) -> None:
+    """The model's pieces, and how many the tokenizer did not know."""
+    st.caption(t("model.pieces", name=report.name, n=len(report.tokens)))
+    st.code(" ".join(report.tokens), language=None, wrap_lines=True)
+    unk, count = report.unk
+    if unk is not None:
+        st.caption(t("model.unknown_pieces", unk=unk, count=count, n=len(report.tokens)))
 
 
 def _apply_grid_click() -> None:
@@ -84,63 +101,104 @@ def _apply_grid_click() -> None:
         st.session_state["view_" + HEAD_VIEW] = int(picked[0]["head"])
 
 
-def draw_grid(report, current: tuple[int, int]) -> None:
-    """All 72 heads, pooled; the current head framed; a click on one picks it."""
-    st.subheader(t("model.grid_title"))
+def draw_grid(report, current: tuple[int, int], hidden: bool = False) -> None:
+    """Every head, pooled; the current head framed; a click on one picks it. Up to MiniLM's
+    size one rect per block, beyond that one image (a 32 x 32 model has 1,024 heads)."""
+    layers, heads, n, _ = report.shown.shape
+    st.subheader(t("model.grid_title", count=layers * heads))
     st.caption(t("model.grid_help", cells=GRID_CELLS))
-    chart = charts.grid_chart(grid_frame(report.weights, report.tokens), lang(),
-                              current=current)
+    if report.is_causal:
+        st.caption(t("model.grid_causal"))
+    if hidden:
+        st.caption(t("model.grid_hidden"))
+    if layers * heads * min(n, GRID_CELLS) ** 2 <= GRID_RECTS:
+        chart = charts.grid_chart(grid_frame(report.shown, report.tokens), lang(),
+                                  current=current)
+    else:
+        image, blocks = grid_image(report.shown)
+        url = colors.png_data_url(colors.colorize(image, (0.0, 1.0), "blues"))
+        chart = charts.grid_image_chart(url, layers, heads, blocks, lang(), current=current)
     st.altair_chart(chart, on_select=_apply_grid_click, selection_mode=charts.GRID_PICK,
                     key=GRID_KEY, width="content")
 
 
-def pick_head() -> tuple[int, int]:
+def pick_head(layers: int, heads: int) -> tuple[int, int]:
     """Layer and head pickers, kept in the URL as ?mlayer=&mhead=."""
     left, right, _ = st.columns([1, 1, 2])
     with left:
         layer = view_widget(LAYER_VIEW, st.selectbox, default=0, cast=int,
-                            valid=lambda v: v in range(LAYERS), label=t("model.layer"),
-                            options=range(LAYERS))
+                            valid=lambda v: v in range(layers), label=t("model.layer"),
+                            options=range(layers))
     with right:
         head = view_widget(HEAD_VIEW, st.selectbox, default=0, cast=int,
-                           valid=lambda v: v in range(HEADS), label=t("model.head"),
-                           options=range(HEADS))
+                           valid=lambda v: v in range(heads), label=t("model.head"),
+                           options=range(heads))
     return layer, head
+
+
+def column_names(report) -> dict[str, str]:
+    """Column labels of the per-head table: [CLS] and [SEP] named by the model's own tokens."""
+    names = {c: t(f"model.col_{c}") for c in ("layer", "head", *HEAD_COLUMNS, *SINK_COLUMNS)}
+    for column, token, usual in zip(("to_cls", "to_sep"), report.special, ("[CLS]", "[SEP]")):
+        if token != usual:
+            names[column] = t("model.col_to_token", token=token or "—")
+    return names
 
 
 def draw_table(report) -> None:
     """The sortable per-head table and one of its columns as a layers x heads heatmap."""
     st.subheader(t("model.table_title"))
     st.caption(t("model.table_help"))
-    names = {c: t(f"model.col_{c}") for c in ("layer", "head", *HEAD_COLUMNS)}
+    names = column_names(report)
     config = {names[c]: st.column_config.NumberColumn(format="%.3f", help=t(f"model.help_{c}"))
               for c in HEAD_COLUMNS}
     st.dataframe(report.table.rename(columns=names), hide_index=True, width="stretch",
                  height=300, column_config=config)
-    csv_button(report.table, "minilm_heads")
+    csv_button(report.table, "model_heads")
     stat = view_widget(STAT_VIEW, st.selectbox, default="to_sep", cast=str,
                        valid=lambda v: v in HEAD_COLUMNS, label=t("model.stat"),
                        options=list(HEAD_COLUMNS), format_func=lambda c: names[c], width=300)
     chart = charts.head_stat_chart(report.table, stat, lang())
     st.altair_chart(chart, width="content")
-    chart_buttons(chart, f"minilm_{stat}")
+    chart_buttons(chart, f"model_{stat}")
+
+
+def draw_sinks(report) -> None:
+    """Per head: the share of attention on the first token and on the special tokens."""
+    st.subheader(t("model.sinks_title"))
+    st.caption(t("model.sinks_help"))
+    names = column_names(report)
+    config = {names[c]: st.column_config.NumberColumn(format="%.3f", help=t(f"model.help_{c}"))
+              for c in SINK_COLUMNS}
+    stat = view_widget(SINK_VIEW, st.selectbox, default="to_first", cast=str,
+                       valid=lambda v: v in SINK_COLUMNS, label=t("model.stat"),
+                       options=list(SINK_COLUMNS), format_func=lambda c: names[c], width=300)
+    chart = charts.head_stat_chart(report.sinks, stat, lang())
+    st.altair_chart(chart, width="content")
+    with st.expander(t("model.sinks_table")):
+        st.dataframe(report.sinks.rename(columns=names), hide_index=True, width="stretch",
+                     height=300, column_config=config)
+        csv_button(report.sinks, "model_sinks")
 
 
 def draw_rollout(report, layer: int) -> None:
     st.subheader(t("model.rollout_title", layer=layer))
     st.caption(t("model.rollout_help"))
+    if report.is_causal:
+        st.caption(t("model.rollout_causal"))
     frame = charts.matrix_frame(report.rollout[layer], report.tokens)
     chart = charts.matrix_chart(frame, report.tokens, lang(), value_title=t("model.rollout"),
                                 scheme="purples")
     st.altair_chart(chart, width="content")
-    chart_buttons(chart, f"minilm_rollout_l{layer}", frame)
+    chart_buttons(chart, f"model_rollout_l{layer}", frame)
 
 
-def draw_value_weighted(text: str, tokens: tuple[str, ...], layer: int, head: int) -> None:
+def draw_value_weighted(source: str, text: str, tokens: tuple[str, ...], layer: int,
+                        head: int) -> None:
     """Raw weights beside ||alpha_ij f(x_j)||, and ||f(x_j)|| per key."""
     st.subheader(t("model.value_title", layer=layer, head=head))
     st.caption(t("model.value_help"))
-    alpha, norms, f_norm = cached.value_weighted(text, layer, head)
+    alpha, norms, f_norm = cached.value_weighted(source, text, layer, head)
     left, right = st.columns(2)
     size = 340
     with left:

@@ -19,6 +19,8 @@ from .text import LANG_KEY, initial_language
 
 KEY = "in_"            # prefix of every sidebar widget key
 TEXT, FMT = KEY + "text", KEY + "fmt"
+MODEL, MODEL_PICK = KEY + "model", KEY + "model_pick"   # folder/Hub id box; "bundled" | "own"
+PICKS = ("bundled", "own")
 PAGE = "page_shown"    # the page this session last ran (see keep_across_pages)
 INPUTS = ("tokens", "text")   # the spec's fields that come from the token box
 SPEC_FIELDS = [f.name for f in fields(AttentionSpec) if f.name not in INPUTS]
@@ -62,7 +64,7 @@ def keep_across_pages(page: str) -> None:
     Call sidebar_drawn(page) once the widgets are out: until then (a run interrupted before
     it got there) every run of the page writes them back again."""
     if st.session_state.get(PAGE) != page:
-        for key in (LANG_KEY, TEXT, FMT, *(KEY + name for name in SPEC_FIELDS)):
+        for key in (LANG_KEY, TEXT, FMT, MODEL_PICK, *(KEY + name for name in SPEC_FIELDS)):
             if key in st.session_state:
                 st.session_state[key] = st.session_state[key]
 
@@ -76,6 +78,7 @@ def load_spec(spec: AttentionSpec) -> None:
     st.session_state[TEXT], st.session_state[FMT] = box_for(spec)
     for name in SPEC_FIELDS:
         st.session_state[KEY + name] = getattr(spec, name)
+    st.session_state[MODEL_PICK] = "own" if spec.model else "bundled"
 
 
 def box_for(spec: AttentionSpec) -> tuple[str, str]:
@@ -99,12 +102,20 @@ def draft_from_widgets() -> Draft:
     typed = st.session_state[TEXT]
     try:
         tokens, fmt = parse(typed, st.session_state[FMT])
-        values = {name: st.session_state[KEY + name] for name in SPEC_FIELDS}
+        values = {name: st.session_state[KEY + name] for name in SPEC_FIELDS if name != "model"}
+        values["model"] = model_choice()
         spec = AttentionSpec(tokens=tuple(tokens), text="" if fmt == "json" else typed, **values)
         spec.validate()
     except UserError as err:
         return Draft(spec=None, error=err)
     return Draft(spec=spec, error=None, fmt=fmt)
+
+
+def model_choice() -> str:
+    """The model the sidebar names: "" (the bundled one) or the typed folder path / Hub id."""
+    if st.session_state.get(MODEL_PICK) != "own":
+        return ""
+    return str(st.session_state.get(MODEL, "")).strip()
 
 
 def write_url(spec: AttentionSpec | None, **view: object) -> None:

@@ -1,0 +1,125 @@
+"""A loaded model's runs as the pages use them: one function from (model source, text, layer)
+to that layer's q, k, v and mask (the Heatmap and Score analysis pages), and the per-head
+report of the Model heads page, for any model `models.load_model` accepts.
+
+The bundled MiniLM without interventions goes through `pretrained.run`, so its runs share
+that cache and cost what they cost before other models existed. Other models keep at most
+RUN_CACHE runs (a run holds layers x heads x n x n weights and q, k, v).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import pandas as pd
+import torch
+
+from . import headstats, models
+from .errors import UserError
+
+RUN_CACHE = 2
+
+
+def run(source: str, text: str, interventions: tuple = (), *,
+        mask_at: int | None = None) -> models.ModelRun:
+    """One forward pass of `text` through the model `source` names (UserError otherwise)."""
+    if not interventions and mask_at is None:
+        if source == models.BUNDLED:
+            from . import pretrained
+
+            return pretrained.run(text).model_run
+        return _plain_run(source, text)
+    return models.load_model(source).run(text, interventions, mask_at=mask_at)
+
+
+@lru_cache(maxsize=RUN_CACHE)
+def _plain_run(source: str, text: str) -> models.ModelRun:
+    return models.load_model(source).run(text)
+
+
+def check_layer(loaded: models.LoadedModel, layer: int) -> int:
+    if not 0 <= layer < loaded.layers:
+        raise UserError("models.bad_layer", layer=layer, last=loaded.layers - 1, name=loaded.name)
+    return layer
+
+
+def layer_inputs(source: str, text: str, layer: int) -> tuple[tuple[str, ...], torch.Tensor,
+                                                               torch.Tensor, torch.Tensor]:
+    """The model's tokens and layer `layer`'s q, k, v (heads, n, d_head) as its attention saw
+    them (RoPE applied, grouped k/v repeated to the query heads)."""
+    check_layer(models.load_model(source), layer)
+    r = run(source, text)
+    return r.tokens, r.q[layer], r.k[layer], r.v[layer]
+
+
+def layer_mask(source: str, text: str, layer: int, *, hide_sinks: bool = False) -> torch.Tensor | None:
+    """The layer's own mask (n, n) bool, True = may attend (causal for a causal model), without
+    the sink keys when hide_sinks (a row left with no key keeps its keys); None = every key."""
+    r = run(source, text)
+    mask = r.mask[layer]                                                 # (n, n)
+    if hide_sinks:
+        mask = models._sink_mask(mask, r.sinks, mask.shape)              # (n, n)
+    return None if bool(mask.all()) else mask
+
+
+def special_names(loaded: models.LoadedModel) -> tuple[str | None, str | None]:
+    """The model's opening and separating special tokens for Clark et al.'s [CLS] and [SEP]
+    columns: cls_token (else bos_token) and sep_token (else eos_token); None when absent."""
+    tok = loaded.tokenizer
+    opening = getattr(tok, "cls_token", None) or getattr(tok, "bos_token", None)
+    closing = getattr(tok, "sep_token", None) or getattr(tok, "eos_token", None)
+    return opening, closing
+
+
+def unknown_count(loaded: models.LoadedModel, ids) -> tuple[str | None, int]:
+    """The tokenizer's unknown token and how many of `ids` are it."""
+    unk_id = getattr(loaded.tokenizer, "unk_token_id", None)
+    unk = getattr(loaded.tokenizer, "unk_token", None)
+    return unk, 0 if unk_id is None else sum(1 for i in ids if i == unk_id)
+
+
+@dataclass(frozen=True, eq=False)
+class HeadsReport:
+    """What the Model heads page shows about one text through one model, computed once."""
+    name: str
+    tokens: tuple[str, ...]
+    weights: torch.Tensor        # (layers, heads, n, n) as the model computed them
+    shown: torch.Tensor          # (layers, heads, n, n) weights as drawn (sinks hidden or not)
+    table: pd.DataFrame          # one row per (layer, head): headstats.HEAD_COLUMNS
+    sinks: pd.DataFrame          # one row per (layer, head): headstats.SINK_COLUMNS
+    rollout: torch.Tensor        # (layers, n, n)
+    special: tuple[str | None, str | None]   # the tokens the [CLS] / [SEP] columns count
+    unk: tuple[str | None, int]  # the unknown token and how many pieces are it
+    is_causal: bool
+    has_values: bool             # the output projection is known: value-weighted norms work
+
+
+def heads_report(source: str, text: str, *, hide_sinks: bool = False) -> HeadsReport:
+    """Every head of `text` through `source`: Clark et al.'s table with the model's own
+    special tokens, the sink shares, the rollout (of the weights as the model used them)."""
+    loaded = models.load_model(source)
+    r = run(source, text)
+    weights = r.weights                                                  # (layers, heads, n, n)
+    special = special_names(loaded)
+    special_keys = torch.tensor([i in loaded.special_ids for i in r.ids], dtype=torch.bool)
+    return HeadsReport(
+        name=loaded.name, tokens=r.tokens, weights=weights,
+        shown=headstats.without_sinks(weights, r.sinks) if hide_sinks else weights,
+        table=headstats.head_table(weights, r.tokens, *special),
+        sinks=headstats.sink_table(weights, special_keys),
+        rollout=headstats.rollout(weights), special=special,
+        unk=unknown_count(loaded, r.ids), is_causal=loaded.is_causal,
+        has_values=all(w is not None for w in loaded.w_o))
+
+
+def value_weighted(source: str, text: str, layer: int, head: int):
+    """One head's weights alpha (n, n), ||alpha_ij f(x_j)|| (n, n) and ||f(x_j)|| (n,)
+    (Kobayashi et al. 2020); None when the model's output projection was not found."""
+    loaded = models.load_model(source)
+    r = run(source, text)
+    f = loaded.value_vectors(r, layer)
+    if f is None:
+        return None
+    alpha = r.weights[layer, head]                                       # (n, n)
+    f = f[head]                                                          # (n, hidden)
+    return alpha, headstats.value_weighted_norms(alpha, f), f.norm(dim=-1)

@@ -1,0 +1,210 @@
+"""Interventions that reach the output (Model heads page): pick heads and a change to their
+attention; the model runs again with it inside its forward pass, and the page shows what it
+does differently, by the kind of model:
+
+    causal LM    the next token's top 5 before and after, their KL divergence, each token's loss
+    masked LM    the top 5 at a masked position before and after, their KL divergence
+    embeddings   the cosine between the text's embeddings before and after, and how the
+                 similarities between the text's lines (one sentence per line) change
+
+The interventions live in the URL as `iv` (attention/interventions.py), the masked position as
+`ivpos`. A link whose interventions are not one kind on a set of layers x heads (hand-written)
+is applied as it is until a widget here changes.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from .. import interventions as ivlink
+from .. import outcomes
+from ..errors import UserError
+from ..models import KINDS
+from . import model as cached
+from .state import view_widget
+from .text import message, t
+
+PARAM, POS_PARAM = "iv", "ivpos"
+KIND, LAYERS, HEADS, TAU, CUSTOM = "iv_kind", "iv_layers", "iv_heads", "iv_tau", "iv_custom"
+ALL = "*"
+MAX_SENTENCES = 8      # lines compared for an embedding model (each is one more forward pass)
+
+
+def draw_interventions(loaded, source: str, text: str) -> None:
+    st.subheader(t("model.iv_title"))
+    st.caption(t("model.iv_help"))
+    iv = pick_interventions(loaded)
+    if not iv:
+        st.info(t("model.iv_none"), icon=":material/info:")
+        return
+    try:
+        if loaded.head == "causal_lm":
+            draw_causal(loaded, source, text, iv)
+        elif loaded.head == "masked_lm":
+            draw_masked(loaded, source, text, iv)
+        else:
+            draw_embedding(source, text, iv)
+    except UserError as err:
+        st.error(message(err), icon=":material/error:")
+
+
+# ---- the picker and the link ------------------------------------------------------------
+
+def _seed(loaded) -> None:
+    """Fill the widgets from the link's `iv` once per session (warnings for what is dropped)."""
+    items, problems = ivlink.from_param(st.query_params.get(PARAM, ""))
+    kept = []
+    for item in items:
+        kind, layer, head, _ = item
+        if layer is not None and layer >= loaded.layers:
+            problems.append(UserError("models.bad_layer", layer=layer, last=loaded.layers - 1,
+                                      name=loaded.name))
+        elif head is not None and head >= loaded.heads:
+            problems.append(UserError("models.bad_head", head=head, last=loaded.heads - 1,
+                                      name=loaded.name))
+        else:
+            kept.append(item)
+    for problem in problems:
+        st.warning(message(problem), icon=":material/link_off:")
+    state = st.session_state
+    state[KIND] = kept[0][0] if kept else "ablate"
+    state[LAYERS] = sorted({ALL if i[1] is None else i[1] for i in kept}, key=str)
+    state[HEADS] = sorted({ALL if i[2] is None else i[2] for i in kept}, key=str)
+    taus = [i[3] for i in kept if i[3] is not None]
+    state[TAU] = float(taus[0]) if taus else 2.0
+    literal = ivlink.to_param(_as_ivs(kept))
+    state[CUSTOM] = literal if literal != _from_widgets() else ""
+
+
+class _Item:
+    def __init__(self, kind, layer, head, value):
+        self.kind, self.layer, self.head, self.value = kind, layer, head, value
+
+
+def _as_ivs(items):
+    return [_Item(*i) for i in items]
+
+
+def _from_widgets() -> str:
+    """The interventions the widgets describe, in the link's canonical form."""
+    state = st.session_state
+    kind = state[KIND]
+    layers = [None] if ALL in state[LAYERS] else sorted(state[LAYERS])
+    heads = [None] if ALL in state[HEADS] else sorted(state[HEADS])
+    value = float(state[TAU]) if kind == "temperature" else None
+    return ivlink.to_param(_as_ivs((kind, layer, head, value) for layer in layers
+                                   for head in heads))
+
+
+def _edited() -> None:
+    st.session_state[CUSTOM] = ""
+
+
+def pick_interventions(loaded) -> str:
+    """Kind, layers and heads (and tau) -> the iv string in effect, written to the URL."""
+    if KIND not in st.session_state or st.session_state.get("iv_model") != loaded.source:
+        _seed(loaded)
+        st.session_state["iv_model"] = loaded.source
+    layer_options = [ALL, *range(loaded.layers)]
+    head_options = [ALL, *range(loaded.heads)]
+    st.session_state[LAYERS] = [v for v in st.session_state[LAYERS] if v in layer_options]
+    st.session_state[HEADS] = [v for v in st.session_state[HEADS] if v in head_options]
+    cols = st.columns([1, 1, 1, 1])
+    cols[0].selectbox(t("model.iv_kind"), KINDS, key=KIND, on_change=_edited,
+                      format_func=lambda k: t(f"model.iv_kind_{k}"))
+    cols[1].multiselect(t("model.iv_layers"), layer_options, key=LAYERS, on_change=_edited,
+                        format_func=lambda v: t("model.iv_all_layers") if v == ALL else str(v))
+    cols[2].multiselect(t("model.iv_heads"), head_options, key=HEADS, on_change=_edited,
+                        format_func=lambda v: t("model.iv_all_heads") if v == ALL else str(v))
+    if st.session_state[KIND] == "temperature":
+        cols[3].number_input(t("model.iv_tau"), min_value=0.01, max_value=100.0, step=0.5,
+                             key=TAU, on_change=_edited, help=t("model.iv_tau_help"))
+    iv = st.session_state[CUSTOM] or _from_widgets()
+    if st.session_state[CUSTOM]:
+        st.caption(t("model.iv_custom", iv=iv))
+    if iv:
+        st.query_params[PARAM] = iv
+    elif PARAM in st.query_params:
+        del st.query_params[PARAM]
+    return iv
+
+
+# ---- what changes, by kind of model ------------------------------------------------------
+
+def _decode(loaded):
+    return lambda i: loaded.tokenizer.convert_ids_to_tokens(int(i))
+
+
+def _top_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    names = {c: t(f"model.iv_col_{c}") for c in frame.columns}
+    return frame.rename(columns=names)
+
+
+def _draw_top(loaded, before_row, after_row) -> None:
+    frame = outcomes.compare_top(before_row, after_row, _decode(loaded))
+    kl = outcomes.kl_divergence(before_row, after_row)
+    st.metric(t("model.iv_kl"), f"{kl:.4f}", help=t("model.iv_kl_help"))
+    st.dataframe(_top_frame(frame), hide_index=True, width="stretch",
+                 column_config={t(f"model.iv_col_{c}"): st.column_config.NumberColumn(
+                     format="%.4f") for c in ("p_before", "p_before_after", "p_after")})
+
+
+def draw_causal(loaded, source: str, text: str, iv: str) -> None:
+    before, after = cached.run(source, text), cached.run(source, text, iv)
+    st.markdown(t("model.iv_next", token=before.tokens[-1]))
+    _draw_top(loaded, before.logits[-1], after.logits[-1])
+    if before.n < 2:
+        return
+    table = outcomes.loss_table(before.logits, after.logits, before.ids, before.tokens)
+    left, right = st.columns(2)
+    left.metric(t("model.iv_loss_before"), f"{table['loss_before'].mean():.4f}")
+    right.metric(t("model.iv_loss_after"), f"{table['loss_after'].mean():.4f}",
+                 delta=f"{table['change'].mean():+.4f}", delta_color="inverse")
+    with st.expander(t("model.iv_loss_table")):
+        st.dataframe(_top_frame(table), hide_index=True, width="stretch")
+
+
+def draw_masked(loaded, source: str, text: str, iv: str) -> None:
+    plain = cached.run(source, text)
+    mask_id = getattr(loaded.tokenizer, "mask_token_id", None)
+    if mask_id is None:
+        st.info(t("model.iv_no_mask"), icon=":material/info:")
+        return
+    present = [i for i, token_id in enumerate(plain.ids) if token_id == mask_id]
+    if present:
+        position, mask_at = present[0], None
+        st.caption(t("model.iv_mask_present", token=loaded.tokenizer.mask_token,
+                     position=position))
+    else:
+        words = [i for i, token_id in enumerate(plain.ids) if token_id not in loaded.special_ids]
+        if not words:
+            st.info(t("model.iv_no_words"), icon=":material/info:")
+            return
+        position = view_widget(POS_PARAM, st.selectbox, default=words[len(words) // 2],
+                               cast=int, valid=lambda v: v in words, label=t("model.iv_mask_at"),
+                               options=words, width=300,
+                               format_func=lambda i: f"{plain.tokens[i]} ·{i}")
+        mask_at = position
+    before = cached.run(source, text, "", mask_at)
+    after = cached.run(source, text, iv, mask_at)
+    st.markdown(t("model.iv_masked", token=plain.tokens[position], position=position))
+    _draw_top(loaded, before.logits[position], after.logits[position])
+
+
+def draw_embedding(source: str, text: str, iv: str) -> None:
+    before, after = cached.run(source, text), cached.run(source, text, iv)
+    st.metric(t("model.iv_cosine"), f"{outcomes.cosine(before.embedding, after.embedding):.4f}",
+              help=t("model.iv_cosine_help"))
+    lines = outcomes.sentences(text, MAX_SENTENCES)
+    if len(lines) < 2:
+        st.caption(t("model.iv_one_line"))
+        return
+    import torch
+
+    plain = torch.stack([cached.run(source, line).embedding for line in lines])
+    changed = torch.stack([cached.run(source, line, iv).embedding for line in lines])
+    st.markdown(t("model.iv_pairs", count=len(lines)))
+    frame = outcomes.similarity_frame(plain, changed, lines)
+    st.dataframe(_top_frame(frame), hide_index=True, width="stretch",
+                 column_config={t(f"model.iv_col_{c}"): st.column_config.NumberColumn(
+                     format="%.4f") for c in ("cos_before", "cos_after", "change")})

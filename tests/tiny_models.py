@@ -1,0 +1,57 @@
+"""Tiny random transformers checkpoints built offline from configs (no download): MiniLM's
+tokenizer files and seeded weights, saved as safetensors into a folder that load_model reads.
+Shared by tests/test_models.py and the page tests of your own model."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import torch
+
+from attention import models as M
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
+VOCAB = 30522        # MiniLM's word pieces: every tiny model reads them with its tokenizer
+TINY = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=64, max_position_embeddings=64)
+
+
+def configs():
+    from transformers import BertConfig, GPT2Config, LlamaConfig, Qwen2Config
+
+    return {
+        "bert": BertConfig(**TINY, architectures=["BertForMaskedLM"]),
+        "bert_base": BertConfig(**TINY, architectures=["BertModel"]),
+        "gpt2": GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64,
+                           architectures=["GPT2LMHeadModel"]),
+        "llama": LlamaConfig(**TINY, num_key_value_heads=2, architectures=["LlamaForCausalLM"]),
+        "qwen2": Qwen2Config(**TINY, num_key_value_heads=1, architectures=["Qwen2ForCausalLM"]),
+    }
+
+
+def save(config, folder: Path) -> Path:
+    """A random model of `config` (seeded) and MiniLM's tokenizer, as safetensors in `folder`."""
+    from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
+
+    torch.manual_seed(0)
+    arch = config.architectures[0]
+    cls = (AutoModelForCausalLM if arch.endswith(("CausalLM", "LMHeadModel"))
+           else AutoModelForMaskedLM if arch.endswith("MaskedLM") else AutoModel)
+    model = cls.from_config(config, attn_implementation="eager")
+    with torch.no_grad():                      # sharper random heads than the default init
+        for p in model.parameters():
+            p.mul_(3.0) if p.ndim == 2 else None
+    model.save_pretrained(folder, safe_serialization=True)
+    for name in TOKENIZER_FILES:
+        src = Path(M.bundled_path()) / name
+        if src.exists():
+            shutil.copy(src, folder / name)
+    return folder
+
+
+
+
+def build(root: Path, names=None) -> dict[str, Path]:
+    """name -> folder of each tiny checkpoint (all of `configs()`, or those named)."""
+    cfgs = configs()
+    return {name: save(cfgs[name], root / name) for name in (names or cfgs)}
