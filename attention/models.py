@@ -633,6 +633,10 @@ def _load(kind: str, location: str, *, name: str | None = None,
                                                   trust_remote_code=False)
     except Exception as err:  # noqa: BLE001
         raise UserError("models.no_tokenizer", source=source) from err
+    if len(tokenizer) <= len(set(tokenizer.all_special_ids)):
+        # transformers builds a vocabulary of special tokens only when a folder has no
+        # tokenizer files: every word would be unknown
+        raise UserError("models.no_tokenizer", source=source)
     probe = _probe(model, tokenizer, source)
     q = probe.q[0]                                                     # (heads, 2+, d_head)
     heads, d_head = q.shape[0], q.shape[-1]

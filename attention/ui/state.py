@@ -13,7 +13,7 @@ import streamlit as st
 
 from ..errors import UserError
 from ..examples import DEFAULT_TEXT
-from ..spec import AttentionSpec
+from ..spec import OPTIONAL, AttentionSpec
 from ..tokens import FORMATS, TokenError, parse, parse_tokens, tokens_to_text
 from .text import LANG_KEY, initial_language
 
@@ -125,6 +125,10 @@ def write_url(spec: AttentionSpec | None, **view: object) -> None:
     params.update({k: str(v) for k, v in view.items()})
     if params != st.query_params.to_dict():
         st.query_params.update(params)
+    if spec is not None:       # a field a link carries only when set (text, model, hide_sinks)
+        for name in OPTIONAL:
+            if name not in params and name in st.query_params:
+                del st.query_params[name]
 
 
 def link_params(spec: AttentionSpec | None) -> dict[str, str]:
