@@ -54,3 +54,31 @@ def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
     query = parse_qs(urlparse(page.url).query)
     assert query["mlayer"] == [str(layer)] and query["mhead"] == [str(head)]
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_a_link_with_your_own_model_and_interventions_reopens_the_view(fresh_server, page,
+                                                                         tmp_path):
+    """A link naming a tiny GPT-2 folder, a head and an ablation, opened as a fresh server's
+    first request: the sidebar shows the folder, the page the head and the intervention's
+    numbers, and the address bar keeps model and iv."""
+    from tests.tiny_models import build
+
+    folder = build(tmp_path, ["gpt2"])["gpt2"]
+    spec = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), source="pretrained",
+                         model=str(folder), layer=1)
+    page.goto(f"{fresh_server.url}/Model_heads?{urlencode(spec.to_query())}"
+              f"&mlayer=1&mhead=2&iv=ablate%3A1%3A2")
+    page.wait_for_selector('[data-testid="stMetric"]', timeout=LOAD)
+    settle(page)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.locator('[data-testid="stAlertContentError"]').count() == 0
+    expect(page.locator("h3", has_text="All 8 heads")).to_be_visible()
+    expect(page.locator("h3", has_text="Layer 1, head 2:")).to_be_visible()
+    box = page.locator('[data-testid="stSidebar"]').get_by_label("Folder path or Hugging Face id", exact=True).and_(page.get_by_test_id("stTextInputField"))
+    expect(box).to_have_value(str(folder))
+    expect(page.locator('[data-testid="stMetricLabel"]', has_text="KL divergence")).to_be_visible()
+    page.wait_for_function(
+        "() => new URLSearchParams(location.search).get('iv') === 'ablate:1:2'", timeout=LOAD)
+    query = parse_qs(urlparse(page.url).query)
+    assert query["model"] == [str(folder)] and query["layer"] == ["1"]
+    assert query["mlayer"] == ["1"] and query["mhead"] == ["2"]
