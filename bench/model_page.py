@@ -18,7 +18,6 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -48,40 +47,30 @@ print(json.dumps({"seconds": times[len(times) // 2]}))
 """
 
 
-class TreeServer:
-    """`streamlit run app.py` from `root` on a free port (tests.conftest.Server, any tree)."""
+def tree_server(root: Path):
+    """tests.conftest.Server (`streamlit run app.py` on a free port), run from `root`."""
+    from tests.conftest import Server, free_port
 
-    def __init__(self, root: Path) -> None:
-        from tests.conftest import free_port
-
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
-               "PYTHONPATH": str(root)}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-             "--server.port", str(self.port), "--server.address", "127.0.0.1"],
-            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2):
-                    return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"streamlit from {root} did not start")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+    server = Server.__new__(Server)
+    server.port = free_port()
+    server.url = f"http://127.0.0.1:{server.port}"
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+           "PYTHONPATH": str(root)}
+    server.proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(server.port), "--server.address", "127.0.0.1"],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not server.healthy():
+        if time.time() > deadline:
+            server.stop()
+            raise RuntimeError(f"streamlit from {root} did not start")
+        time.sleep(0.2)
+    return server
 
 
 def cold_paint(browser, root: Path, timeout: float = 600_000) -> float:
-    server = TreeServer(root)
+    server = tree_server(root)
     context = _context(browser)
     try:
         page = context.new_page()

@@ -150,16 +150,8 @@ def draw_table(report) -> None:
     st.subheader(t("model.table_title"))
     st.caption(t("model.table_help"))
     names = column_names(report)
-    config = {names[c]: st.column_config.NumberColumn(format="%.3f", help=t(f"model.help_{c}"))
-              for c in HEAD_COLUMNS}
-    st.dataframe(report.table.rename(columns=names), hide_index=True, width="stretch",
-                 height=300, column_config=config)
-    csv_button(report.table, "model_heads")
-    stat = view_widget(STAT_VIEW, st.selectbox, default="to_sep", cast=str,
-                       valid=lambda v: v in HEAD_COLUMNS, label=t("model.stat"),
-                       options=list(HEAD_COLUMNS), format_func=lambda c: names[c], width=300)
-    chart = charts.head_stat_chart(report.table, stat, lang())
-    st.altair_chart(chart, width="content")
+    head_frame(report.table, HEAD_COLUMNS, names, "model_heads")
+    chart, stat = stat_heatmap(STAT_VIEW, report.table, HEAD_COLUMNS, "to_sep", names)
     chart_buttons(chart, f"model_{stat}")
 
 
@@ -168,17 +160,29 @@ def draw_sinks(report) -> None:
     st.subheader(t("model.sinks_title"))
     st.caption(t("model.sinks_help"))
     names = column_names(report)
-    config = {names[c]: st.column_config.NumberColumn(format="%.3f", help=t(f"model.help_{c}"))
-              for c in SINK_COLUMNS}
-    stat = view_widget(SINK_VIEW, st.selectbox, default="to_first", cast=str,
-                       valid=lambda v: v in SINK_COLUMNS, label=t("model.stat"),
-                       options=list(SINK_COLUMNS), format_func=lambda c: names[c], width=300)
-    chart = charts.head_stat_chart(report.sinks, stat, lang())
-    st.altair_chart(chart, width="content")
+    stat_heatmap(SINK_VIEW, report.sinks, SINK_COLUMNS, "to_first", names)
     with st.expander(t("model.sinks_table")):
-        st.dataframe(report.sinks.rename(columns=names), hide_index=True, width="stretch",
-                     height=300, column_config=config)
-        csv_button(report.sinks, "model_sinks")
+        head_frame(report.sinks, SINK_COLUMNS, names, "model_sinks")
+
+
+def head_frame(table, columns, names: dict[str, str], csv_name: str) -> None:
+    """A per-head table (one row per layer and head) with its column help and CSV."""
+    config = {names[c]: st.column_config.NumberColumn(format="%.3f", help=t(f"model.help_{c}"))
+              for c in columns}
+    st.dataframe(table.rename(columns=names), hide_index=True, width="stretch", height=300,
+                 column_config=config)
+    csv_button(table, csv_name)
+
+
+def stat_heatmap(view: str, table, columns, default: str, names: dict[str, str]):
+    """One column of a per-head table as a layers x heads heatmap, picked by a URL-backed
+    selectbox `view`. Returns the chart and the column."""
+    stat = view_widget(view, st.selectbox, default=default, cast=str,
+                       valid=lambda v: v in columns, label=t("model.stat"),
+                       options=list(columns), format_func=lambda c: names[c], width=300)
+    chart = charts.head_stat_chart(table, stat, lang())
+    st.altair_chart(chart, width="content")
+    return chart, stat
 
 
 def draw_rollout(report, layer: int) -> None:
