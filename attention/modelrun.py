@@ -14,7 +14,7 @@ from functools import lru_cache
 import pandas as pd
 import torch
 
-from . import headstats, models
+from . import headstats, models, outcomes
 from .errors import UserError
 
 RUN_CACHE = 2
@@ -85,8 +85,7 @@ class HeadsReport:
     tokens: tuple[str, ...]
     weights: torch.Tensor        # (layers, heads, n, n) as the model computed them
     shown: torch.Tensor          # (layers, heads, n, n) weights as drawn (sinks hidden or not)
-    table: pd.DataFrame          # one row per (layer, head): headstats.HEAD_COLUMNS
-    sinks: pd.DataFrame          # one row per (layer, head): headstats.SINK_COLUMNS
+    table: pd.DataFrame          # one row per (layer, head): HEAD_COLUMNS + SINK_COLUMNS
     rollout: torch.Tensor        # (layers, n, n)
     special: tuple[str | None, str | None]   # the tokens the [CLS] / [SEP] columns count
     unk: tuple[str | None, int]  # the unknown token and how many pieces are it
@@ -96,7 +95,8 @@ class HeadsReport:
 
 def heads_report(source: str, text: str, *, hide_sinks: bool = False) -> HeadsReport:
     """Every head of `text` through `source`: Clark et al.'s table with the model's own
-    special tokens, the sink shares, the rollout (of the weights as the model used them)."""
+    special tokens and the sink shares in one table, the rollout (of the weights as the
+    model used them)."""
     loaded = models.load_model(source)
     r = run(source, text)
     weights = r.weights                                                  # (layers, heads, n, n)
@@ -105,8 +105,8 @@ def heads_report(source: str, text: str, *, hide_sinks: bool = False) -> HeadsRe
     return HeadsReport(
         name=loaded.name, tokens=r.tokens, weights=weights,
         shown=headstats.without_sinks(weights, r.sinks) if hide_sinks else weights,
-        table=headstats.head_table(weights, r.tokens, *special),
-        sinks=headstats.sink_table(weights, special_keys),
+        table=headstats.head_table(weights, r.tokens, *special).merge(
+            headstats.sink_table(weights, special_keys), on=["layer", "head"]),
         rollout=headstats.rollout(weights), special=special,
         unk=unknown_count(loaded, r.ids), is_causal=loaded.is_causal,
         has_values=all(w is not None for w in loaded.w_o))
@@ -123,3 +123,54 @@ def value_weighted(source: str, text: str, layer: int, head: int):
     alpha = r.weights[layer, head]                                       # (n, n)
     f = f[head]                                                          # (n, hidden)
     return alpha, headstats.value_weighted_norms(alpha, f), f.norm(dim=-1)
+
+
+# ---- what an intervention changes at the output (summaries: a few rows, not n x vocab) ------
+
+
+@dataclass(frozen=True, eq=False)
+class LmOutcome:
+    """A language model's prediction at one position, before and after the interventions."""
+    position: int                # the position whose prediction is compared
+    token: str                   # the token there (the masked piece for a masked LM)
+    top: pd.DataFrame            # outcomes.compare_top
+    kl: float                    # KL(before || after) at that position, nats
+    losses: pd.DataFrame | None  # outcomes.loss_table over the text (causal LM only)
+
+
+def lm_outcome(source: str, text: str, interventions: tuple, *,
+               mask_at: int | None = None) -> LmOutcome:
+    """Causal LM (mask_at None): the next token after the text, and each token's loss.
+    Masked LM: the prediction at `mask_at` (that piece replaced by the mask token), or, when
+    mask_at is None, at the first mask token already in the text."""
+    loaded = models.load_model(source)
+    before = run(source, text, mask_at=mask_at)
+    after = run(source, text, interventions, mask_at=mask_at)
+    decode = lambda i: loaded.tokenizer.convert_ids_to_tokens(int(i))  # noqa: E731
+    if loaded.head == "causal_lm":
+        position = before.n - 1
+        losses = outcomes.loss_table(before.logits, after.logits, before.ids, before.tokens) \
+            if before.n > 1 else None
+        token = before.tokens[position]
+    else:
+        mask_id = loaded.tokenizer.mask_token_id
+        position = mask_at if mask_at is not None else before.ids.index(mask_id)
+        losses = None
+        token = run(source, text).tokens[position]
+    b, a = before.logits[position], after.logits[position]             # (vocab,) each
+    return LmOutcome(position=position, token=token, top=outcomes.compare_top(b, a, decode),
+                     kl=outcomes.kl_divergence(b, a), losses=losses)
+
+
+def embedding_outcome(source: str, text: str, interventions: tuple,
+                      lines: tuple[str, ...]) -> tuple[float, pd.DataFrame | None]:
+    """The cosine between the text's embeddings before and after, and (two lines or more)
+    every pair of lines' cosine before and after (outcomes.similarity_frame)."""
+    cos = outcomes.cosine(run(source, text).embedding,
+                          run(source, text, interventions).embedding)
+    if len(lines) < 2:
+        return cos, None
+    loaded = models.load_model(source)
+    plain = torch.stack([loaded.run(line).embedding for line in lines])           # (s, hidden)
+    changed = torch.stack([loaded.run(line, interventions).embedding for line in lines])
+    return cos, outcomes.similarity_frame(plain, changed, lines)

@@ -104,8 +104,6 @@ def test_model_typed_in_the_sidebar_shows_its_own_weights(tiny):
     assert len(table) == 8
     row = table[(table["Layer"] == 1) & (table["Head"] == 2)].iloc[0]
     assert row["Mean max weight"] == pytest.approx(own[1, 2].max(-1).values.mean().item(), abs=1e-5)
-    sinks = at.dataframe[1].value
-    row = sinks[(sinks["Layer"] == 1) & (sinks["Head"] == 2)].iloc[0]
     assert row["To the first token"] == pytest.approx(own[1, 2, :, 0].mean().item(), abs=1e-5)
 
 
@@ -145,7 +143,7 @@ def test_causal_lm_intervention_equals_an_eager_model_with_a_hook(tiny):
     before = eager_out(model, loaded).logits[0]
     after = eager_out(model, loaded, hook=(model.transformer.h[1].attn.c_proj, 2,
                                            loaded.d_head)).logits[0]
-    top = at.dataframe[2].value
+    top = at.dataframe[1].value
     p_b = torch.softmax(before[-1].double(), -1)
     p_a = torch.softmax(after[-1].double(), -1)
     assert top["P before"].tolist() == pytest.approx(p_b.topk(5).values.tolist(), abs=1e-6)
@@ -180,7 +178,7 @@ def test_masked_lm_prediction_at_the_chosen_piece(tiny):
             outs.append(model(**enc).logits[0, 3])
         if handle:
             handle.remove()
-    top = at.dataframe[2].value
+    top = at.dataframe[1].value
     p_b, p_a = (torch.softmax(o.double(), -1) for o in outs)
     assert top["P before"].tolist() == pytest.approx(p_b.topk(5).values.tolist(), abs=1e-6)
     assert top["P after"].tolist() == pytest.approx(p_a.topk(5).values.tolist(), abs=1e-6)
@@ -216,7 +214,7 @@ def test_embedding_model_cosines_before_and_after(tiny):
     cos = outcomes.cosine(embedding(text, False), embedding(text, True))
     assert by_label(at)["Cosine between the text's embeddings before and after"] == \
         pytest.approx(cos, abs=1e-4)
-    pairs = at.dataframe[2].value
+    pairs = at.dataframe[1].value
     lines = text.splitlines()
     assert len(pairs) == 3
     before = torch.nn.functional.cosine_similarity(embedding(lines[0], False),

@@ -30,7 +30,8 @@ ALL = "*"
 MAX_SENTENCES = 8      # lines compared for an embedding model (each is one more forward pass)
 
 
-def draw_interventions(loaded, source: str, text: str) -> None:
+def draw_interventions(loaded, source: str, text: str, tokens: tuple[str, ...]) -> None:
+    """The section; `tokens` are the model's pieces of `text` (the page's report)."""
     st.subheader(t("model.iv_title"))
     st.caption(t("model.iv_help"))
     iv = pick_interventions(loaded)
@@ -39,9 +40,9 @@ def draw_interventions(loaded, source: str, text: str) -> None:
         return
     try:
         if loaded.head == "causal_lm":
-            draw_causal(loaded, source, text, iv)
+            draw_causal(source, text, iv)
         elif loaded.head == "masked_lm":
-            draw_masked(loaded, source, text, iv)
+            draw_masked(loaded, source, text, iv, tokens)
         else:
             draw_embedding(source, text, iv)
     except UserError as err:
@@ -131,80 +132,65 @@ def pick_interventions(loaded) -> str:
 
 # ---- what changes, by kind of model ------------------------------------------------------
 
-def _decode(loaded):
-    return lambda i: loaded.tokenizer.convert_ids_to_tokens(int(i))
-
-
-def _top_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    names = {c: t(f"model.iv_col_{c}") for c in frame.columns}
-    return frame.rename(columns=names)
-
-
-def _draw_top(loaded, before_row, after_row) -> None:
-    frame = outcomes.compare_top(before_row, after_row, _decode(loaded))
-    kl = outcomes.kl_divergence(before_row, after_row)
-    st.metric(t("model.iv_kl"), f"{kl:.4f}", help=t("model.iv_kl_help"))
-    st.dataframe(_top_frame(frame), hide_index=True, width="stretch",
+def _table(frame: pd.DataFrame, numbers=()) -> None:
+    """An outcome table with localised column names, numbers to 4 decimals."""
+    st.dataframe(frame.rename(columns={c: t(f"model.iv_col_{c}") for c in frame.columns}),
+                 hide_index=True, width="stretch",
                  column_config={t(f"model.iv_col_{c}"): st.column_config.NumberColumn(
-                     format="%.4f") for c in ("p_before", "p_before_after", "p_after")})
+                     format="%.4f") for c in numbers})
 
 
-def draw_causal(loaded, source: str, text: str, iv: str) -> None:
-    before, after = cached.run(source, text), cached.run(source, text, iv)
-    st.markdown(t("model.iv_next", token=before.tokens[-1]))
-    _draw_top(loaded, before.logits[-1], after.logits[-1])
-    if before.n < 2:
+def _draw_top(outcome) -> None:
+    st.metric(t("model.iv_kl"), f"{outcome.kl:.4f}", help=t("model.iv_kl_help"))
+    _table(outcome.top, ("p_before", "p_before_after", "p_after"))
+
+
+def draw_causal(source: str, text: str, iv: str) -> None:
+    outcome = cached.lm_outcome(source, text, iv)
+    st.markdown(t("model.iv_next", token=outcome.token))
+    _draw_top(outcome)
+    table = outcome.losses
+    if table is None:
         return
-    table = outcomes.loss_table(before.logits, after.logits, before.ids, before.tokens)
     left, right = st.columns(2)
     left.metric(t("model.iv_loss_before"), f"{table['loss_before'].mean():.4f}")
     right.metric(t("model.iv_loss_after"), f"{table['loss_after'].mean():.4f}",
                  delta=f"{table['change'].mean():+.4f}", delta_color="inverse")
     with st.expander(t("model.iv_loss_table")):
-        st.dataframe(_top_frame(table), hide_index=True, width="stretch")
+        _table(table, ("loss_before", "loss_after", "change"))
 
 
-def draw_masked(loaded, source: str, text: str, iv: str) -> None:
-    plain = cached.run(source, text)
+def draw_masked(loaded, source: str, text: str, iv: str, tokens: tuple[str, ...]) -> None:
     mask_id = getattr(loaded.tokenizer, "mask_token_id", None)
     if mask_id is None:
         st.info(t("model.iv_no_mask"), icon=":material/info:")
         return
-    present = [i for i, token_id in enumerate(plain.ids) if token_id == mask_id]
+    ids = loaded.tokenizer.convert_tokens_to_ids(list(tokens))
+    present = [i for i, token_id in enumerate(ids) if token_id == mask_id]
     if present:
-        position, mask_at = present[0], None
+        mask_at = None
         st.caption(t("model.iv_mask_present", token=loaded.tokenizer.mask_token,
-                     position=position))
+                     position=present[0]))
     else:
-        words = [i for i, token_id in enumerate(plain.ids) if token_id not in loaded.special_ids]
+        words = [i for i, token_id in enumerate(ids) if token_id not in loaded.special_ids]
         if not words:
             st.info(t("model.iv_no_words"), icon=":material/info:")
             return
-        position = view_widget(POS_PARAM, st.selectbox, default=words[len(words) // 2],
-                               cast=int, valid=lambda v: v in words, label=t("model.iv_mask_at"),
-                               options=words, width=300,
-                               format_func=lambda i: f"{plain.tokens[i]} ·{i}")
-        mask_at = position
-    before = cached.run(source, text, "", mask_at)
-    after = cached.run(source, text, iv, mask_at)
-    st.markdown(t("model.iv_masked", token=plain.tokens[position], position=position))
-    _draw_top(loaded, before.logits[position], after.logits[position])
+        mask_at = view_widget(POS_PARAM, st.selectbox, default=words[len(words) // 2],
+                              cast=int, valid=lambda v: v in words, label=t("model.iv_mask_at"),
+                              options=words, width=300,
+                              format_func=lambda i: f"{tokens[i]} ·{i}")
+    outcome = cached.lm_outcome(source, text, iv, mask_at)
+    st.markdown(t("model.iv_masked", token=outcome.token, position=outcome.position))
+    _draw_top(outcome)
 
 
 def draw_embedding(source: str, text: str, iv: str) -> None:
-    before, after = cached.run(source, text), cached.run(source, text, iv)
-    st.metric(t("model.iv_cosine"), f"{outcomes.cosine(before.embedding, after.embedding):.4f}",
-              help=t("model.iv_cosine_help"))
-    lines = outcomes.sentences(text, MAX_SENTENCES)
-    if len(lines) < 2:
+    lines = tuple(outcomes.sentences(text, MAX_SENTENCES))
+    cos, pairs = cached.embedding_outcome(source, text, iv, lines)
+    st.metric(t("model.iv_cosine"), f"{cos:.4f}", help=t("model.iv_cosine_help"))
+    if pairs is None:
         st.caption(t("model.iv_one_line"))
         return
-    import torch
-
-    plain = torch.stack([cached.run(source, line).embedding for line in lines])
-    changed = torch.stack([cached.run(source, line, iv).embedding for line in lines])
     st.markdown(t("model.iv_pairs", count=len(lines)))
-    frame = outcomes.similarity_frame(plain, changed, lines)
-    st.dataframe(_top_frame(frame), hide_index=True, width="stretch",
-                 column_config={t(f"model.iv_col_{c}"): st.column_config.NumberColumn(
-                     format="%.4f") for c in ("cos_before", "cos_after", "change")})
+    _table(pairs, ("cos_before", "cos_after", "change"))

@@ -64,9 +64,20 @@ def value_weighted(source: str, text: str, layer: int, head: int):
     return modelrun.value_weighted(source, text, layer, head)
 
 
-@st.cache_resource(max_entries=6, ttl="1h", show_spinner=False)
-def run(source: str, text: str, iv: str = "", mask_at: int | None = None) -> models.ModelRun:
-    """One forward pass with the interventions `iv` (the link's form) inside."""
+def _interventions(iv: str) -> tuple[models.Intervention, ...]:
     items, _ = ivlink.from_param(iv)
-    ivs = tuple(models.Intervention(*item) for item in items)
-    return modelrun.run(source, text, ivs, mask_at=mask_at)
+    return tuple(models.Intervention(*item) for item in items)
+
+
+# Summaries only (a few rows each): the intervened runs themselves (layers x heads x n x n
+# weights, n x vocab logits) are not kept.
+@st.cache_resource(max_entries=16, ttl="1h", show_spinner=False)
+def lm_outcome(source: str, text: str, iv: str, mask_at: int | None = None) -> modelrun.LmOutcome:
+    """A language model's prediction before and after the interventions `iv` (the link's form)."""
+    return modelrun.lm_outcome(source, text, _interventions(iv), mask_at=mask_at)
+
+
+@st.cache_resource(max_entries=16, ttl="1h", show_spinner=False)
+def embedding_outcome(source: str, text: str, iv: str, lines: tuple[str, ...]):
+    """(cosine of the text's embeddings before/after, pairwise line cosines or None)."""
+    return modelrun.embedding_outcome(source, text, _interventions(iv), lines)

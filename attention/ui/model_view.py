@@ -25,7 +25,7 @@ from .intervene_view import draw_interventions
 from .state import view_widget
 from .text import lang, message, t
 
-LAYER_VIEW, HEAD_VIEW, STAT_VIEW, SINK_VIEW = "mlayer", "mhead", "mstat", "msink"
+LAYER_VIEW, HEAD_VIEW, STAT_VIEW = "mlayer", "mhead", "mstat"
 GRID_KEY = "model_grid"
 GRID_RECTS = 6 * 12 * GRID_CELLS * GRID_CELLS   # MiniLM's grid, rect by rect; more: one image
 
@@ -73,13 +73,12 @@ def draw_model_tab(spec) -> None:
                                           else "", layer=layer, causal=False, temperature=1.0))
     draw_comparison(analysis, head, key_prefix="mh")
     draw_table(report)
-    draw_sinks(report)
     draw_rollout(report, layer)
     if report.has_values:
         draw_value_weighted(source, text, report.tokens, layer, head)
     else:
         st.info(t("model.value_unknown"), icon=":material/info:")
-    draw_interventions(loaded, source, text)
+    draw_interventions(loaded, source, text, report.tokens)
     draw_explanations()
 
 
@@ -146,43 +145,24 @@ def column_names(report) -> dict[str, str]:
 
 
 def draw_table(report) -> None:
-    """The sortable per-head table and one of its columns as a layers x heads heatmap."""
+    """The sortable per-head table (Clark et al.'s columns and the attention sinks) and one
+    of its columns as a layers x heads heatmap."""
+    columns = (*HEAD_COLUMNS, *SINK_COLUMNS)
     st.subheader(t("model.table_title"))
     st.caption(t("model.table_help"))
-    names = column_names(report)
-    head_frame(report.table, HEAD_COLUMNS, names, "model_heads")
-    chart, stat = stat_heatmap(STAT_VIEW, report.table, HEAD_COLUMNS, "to_sep", names)
-    chart_buttons(chart, f"model_{stat}")
-
-
-def draw_sinks(report) -> None:
-    """Per head: the share of attention on the first token and on the special tokens."""
-    st.subheader(t("model.sinks_title"))
     st.caption(t("model.sinks_help"))
     names = column_names(report)
-    stat_heatmap(SINK_VIEW, report.sinks, SINK_COLUMNS, "to_first", names)
-    with st.expander(t("model.sinks_table")):
-        head_frame(report.sinks, SINK_COLUMNS, names, "model_sinks")
-
-
-def head_frame(table, columns, names: dict[str, str], csv_name: str) -> None:
-    """A per-head table (one row per layer and head) with its column help and CSV."""
     config = {names[c]: st.column_config.NumberColumn(format="%.3f", help=t(f"model.help_{c}"))
               for c in columns}
-    st.dataframe(table.rename(columns=names), hide_index=True, width="stretch", height=300,
-                 column_config=config)
-    csv_button(table, csv_name)
-
-
-def stat_heatmap(view: str, table, columns, default: str, names: dict[str, str]):
-    """One column of a per-head table as a layers x heads heatmap, picked by a URL-backed
-    selectbox `view`. Returns the chart and the column."""
-    stat = view_widget(view, st.selectbox, default=default, cast=str,
+    st.dataframe(report.table.rename(columns=names), hide_index=True, width="stretch",
+                 height=300, column_config=config)
+    csv_button(report.table, "model_heads")
+    stat = view_widget(STAT_VIEW, st.selectbox, default="to_sep", cast=str,
                        valid=lambda v: v in columns, label=t("model.stat"),
                        options=list(columns), format_func=lambda c: names[c], width=300)
-    chart = charts.head_stat_chart(table, stat, lang())
+    chart = charts.head_stat_chart(report.table, stat, lang())
     st.altair_chart(chart, width="content")
-    return chart, stat
+    chart_buttons(chart, f"model_{stat}")
 
 
 def draw_rollout(report, layer: int) -> None:
