@@ -3,10 +3,11 @@ import shutil
 import subprocess
 
 import pytest
+from playwright.sync_api import expect
 
 from attention.i18n import LANGUAGES, translate
 from tests.apptest import PAGE_FILES, run_page
-from tests.conftest import wait_for_app
+from tests.conftest import UI_TIMEOUT, wait_for_app
 
 TITLES = {"app.py": "nav.input", "pages/1_Heatmap.py": "nav.heatmap",
           "pages/2_Score_analysis.py": "nav.scores", "pages/3_Model_heads.py": "nav.model",
@@ -41,7 +42,7 @@ def test_chinese_interface_renders_with_a_cjk_font(server, page):
     page.goto(f"{server.url}/?lang=zh")
     wait_for_app(page)
     heading = page.locator("h1").first
-    assert heading.inner_text().strip() == "输入"
+    expect(heading).to_have_text("输入", timeout=UI_TIMEOUT)
     # Two different CJK glyphs get real, different widths (missing-glyph boxes are all alike).
     widths = page.evaluate("""() => {
         const c = document.createElement('canvas').getContext('2d');
