@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import fields
 
 import numpy as np
 import torch
@@ -170,11 +171,13 @@ def _variants(data: dict, key: str, names, length: int) -> dict:
 def _checked(data: dict) -> tuple[AttentionSpec, dict]:
     """The spec and a clean copy of the document; UserError for anything out of place."""
     params = _field(data, "spec", dict, "object")
-    for key, value in params.items():
+    known = {f.name for f in fields(AttentionSpec)}       # others are ignored, as in a URL
+    params = {k: v for k, v in params.items() if k in known}
+    for key, value in params.items():                     # (only known names are echoed)
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise UserError("snapshot.wrong_type", field=f"spec.{key}", got=_type_name(value),
                             expected=UserError("snapshot.type_text"))
-    spec, problems = AttentionSpec.parse_query({str(k): str(v) for k, v in params.items()})
+    spec, problems = AttentionSpec.parse_query({k: str(v) for k, v in params.items()})
     if problems:
         raise UserError("snapshot.bad_spec", detail=problems[0])
     tokens = _field(data, "tokens", list, "list")

@@ -285,6 +285,8 @@ def test_what_load_returns_is_clean_and_compare_never_raises():
     assert spec == SPEC and snapshot.compare(analyze(spec), data) < 1e-6
     for series in data["metrics"]["scaled"].values():
         assert all(x is None or (type(x) is float and math.isfinite(x)) for x in series)
+    # Unknown spec keys are ignored, as in a URL (and never echoed in a message).
+    assert snapshot.load(doc(spec__extra=["<img src=x>", {"a": 1}]))[0] == SPEC
     # A UTF-8 byte-order mark (Notepad adds one) is fine; the document is the same.
     assert snapshot.load(b"\xef\xbb\xbf" + snapshot.dumps(analyze(SPEC)))[0] == SPEC
     # compare() called on anything at all answers a number, never an exception.
