@@ -136,8 +136,9 @@ def test_without_positions_equal_tokens_attend_identically():
     for result in (a.scaled, a.unscaled):
         # Equal inputs at two positions: the same numbers up to float32 rounding (bitwise
         # identity depends on the CPU's matmul kernels, position by position).
-        torch.testing.assert_close(result.weights[:, 0], result.weights[:, 4], **SAME)    # row
-        torch.testing.assert_close(result.weights[:, :, 0], result.weights[:, :, 4], **SAME)  # column
+        w = result.weights                                                 # (heads, n, n)
+        torch.testing.assert_close(w[:, 0], w[:, 4], **SAME)               # the same row
+        torch.testing.assert_close(w[:, :, 0], w[:, :, 4], **SAME)         # the same column
     b = analyze(AttentionSpec(tokens=REPEATED, positional=True))
     assert not torch.allclose(b.scaled.weights[:, 0], b.scaled.weights[:, 4], atol=1e-3)
 

@@ -21,7 +21,8 @@ def test_cpu_torch_pinned_as_in_requirements():
     assert "pip install -r requirements-cpu.txt" in runs and "torch" not in runs
     assert ("COPY", "requirements-cpu.txt .") in instructions()
     cpu = (ROOT / "requirements-cpu.txt").read_text().splitlines()
-    assert "torch==2.13.0+cpu" in cpu and "--extra-index-url https://download.pytorch.org/whl/cpu" in cpu
+    assert "torch==2.13.0+cpu" in cpu
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in cpu
     assert "torch==2.13.0" in (ROOT / "requirements.txt").read_text().splitlines()
 
 

@@ -148,7 +148,8 @@ ARRAYS = {
     "npy: a plain pickle": ("q.npy", pickle.dumps(np.zeros((2, 2))), "read"),
     "npy: pickled objects (object dtype)": ("q.npy", npy([{"a": 1}, [1, 2]], dtype=object), "read"),
     "npy: object dtype of numbers": ("q.npy", npy([[1.0, 2.0]], dtype=object), "read"),
-    "npy: structured dtype": ("q.npy", npy(np.zeros(3, dtype=[("a", "<f4"), ("b", "<i4")])), "read"),
+    "npy: structured dtype": ("q.npy", npy(np.zeros(3, dtype=[("a", "<f4"), ("b", "<i4")])),
+                              "read"),
     "npy: complex numbers": ("q.npy", npy(np.ones((3, 2), np.complex64)), "read"),
     "npy: strings": ("q.npy", npy(np.array([["a", "b"]])), "read"),
     "npy: bytes": ("q.npy", npy(np.array([[b"a", b"b"]])), "read"),
@@ -315,7 +316,8 @@ def test_hostile_snapshots_in_the_page_show_one_error_and_the_page_keeps_working
     for case in SNAPSHOT_PAGE_CASES:
         _upload_snapshot(at, f"{case}.json", SNAPSHOTS[case])
         assert not at.exception, case
-        assert len(at.sidebar.error) == 1 and len(at.error) == 1, (case, [e.value for e in at.error])
+        shown = [e.value for e in at.error]
+        assert len(at.sidebar.error) == 1 and len(shown) == 1, (case, shown)
         assert at.sidebar.error[0].value == refused(lambda: snapshot.load(SNAPSHOTS[case])) \
             .message("en"), case
         assert at.session_state["in_text"] == before, case          # nothing else changed
