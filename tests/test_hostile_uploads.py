@@ -81,6 +81,7 @@ SNAPSHOTS = {
     "nesting 50,000 deep in a field": doc(spec__tokens="X").replace(
         b'"X"', b"[" * DEEP + b"]" * DEEP),
     "nesting 40 deep in metrics": spliced("[" * 40 + "]" * 40),
+    "nesting 50,000 deep in metrics": spliced("[" * DEEP + "]" * DEEP),
     "a list, not an object": b"[1, 2, 3]",
     "a number": b"42",
     "wrong format": doc(format="someone-else/snapshot@1"),
