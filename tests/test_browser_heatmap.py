@@ -15,8 +15,10 @@ pytestmark = pytest.mark.browser
 SPEC = AttentionSpec(tokens=("zebra", "quokka", "zebra", "narwhal", "okapi"), heads=2, seed=3)
 CHARTS = '[data-testid="stMain"] [data-testid="stVegaLiteChart"]'
 
-# True once the canvas has at least one painted pixel (Vega draws the whole scene in one pass).
+# True once the canvas exists and has at least one painted pixel (Vega draws the whole scene
+# in one pass); false, not an error, while the page is still drawing.
 PAINTED = """(canvas) => {
+  if (!canvas) return false;
   const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
   for (let i = 3; i < d.length; i += 4) if (d[i]) return true;
   return false;
@@ -60,21 +62,21 @@ def test_long_input_draws_an_overview_image_on_a_canvas(server, page):
     canvas = overview.locator("canvas").first
     canvas.wait_for(timeout=UI_TIMEOUT)
     page.wait_for_function(f"() => ({PAINTED})(document.querySelectorAll('{CHARTS}')[0]"
-                           ".querySelector('canvas'))", timeout=UI_TIMEOUT)
+                           "?.querySelector('canvas'))", timeout=UI_TIMEOUT)
     # The overview is three images of 150 x 150 blocks: hundreds of distinct colours (axes,
     # titles and legends alone draw a few dozen), so the images really were drawn.
-    colours = page.evaluate(f"""() => {{
-      const c = document.querySelectorAll('{CHARTS}')[0].querySelector('canvas');
+    page.wait_for_function(f"""() => {{
+      const c = document.querySelectorAll('{CHARTS}')[0]?.querySelector('canvas');
+      if (!c) return false;
       const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
       const seen = new Set();
       for (let i = 0; i < d.length; i += 4) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
-      return seen.size;
-    }}""")
-    assert colours > 300
+      return seen.size > 300;
+    }}""", timeout=UI_TIMEOUT)
     # The zoom window below is drawn cell by cell, also on a canvas (its labels are checked
     # in tests/test_page_heatmap.py from the chart's spec).
     page.wait_for_function(f"() => ({PAINTED})(document.querySelectorAll('{CHARTS}')[1]"
-                           ".querySelector('canvas'))", timeout=UI_TIMEOUT)
+                           "?.querySelector('canvas'))", timeout=UI_TIMEOUT)
     expect(zoom.locator("canvas")).to_have_count(1, timeout=UI_TIMEOUT)
 
 
@@ -105,8 +107,8 @@ def test_dragging_a_box_on_the_overview_moves_the_zoom_window_there(server, page
     spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(n)), heads=1)
     page.goto(f"{server.url}/Heatmap?{urlencode(spec.to_query())}")
     wait_for_app(page)
-    canvas = f"document.querySelectorAll('{CHARTS}')[0].querySelector('canvas')"
-    page.wait_for_function(f"() => {canvas} && ({PAINTED})({canvas})", timeout=UI_TIMEOUT)
+    canvas = f"document.querySelectorAll('{CHARTS}')[0]?.querySelector('canvas')"
+    page.wait_for_function(f"() => ({PAINTED})({canvas})", timeout=UI_TIMEOUT)
     box = page.evaluate(f"() => ({PANEL_BOX})({canvas})")
     assert box["width"] == pytest.approx(250, abs=3) and box["height"] == pytest.approx(250, abs=3), box
 
