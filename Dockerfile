@@ -11,11 +11,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# The CPU build of torch first (PyPI's default wheel is the multi-GB CUDA one),
-# then the pinned requirements, which find torch==2.13.0 already satisfied.
-COPY requirements.txt .
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
- && pip install -r requirements.txt
+# requirements-cpu.txt: the pins of requirements.txt, with torch's CPU build from the
+# PyTorch CPU index (on Linux, PyPI's torch is the ~2.5 GB CUDA build).
+COPY requirements-cpu.txt .
+RUN pip install -r requirements-cpu.txt
 
 RUN useradd --create-home --uid 1000 explorer
 COPY --chown=explorer:explorer . .

@@ -21,6 +21,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update",
                   "--disable-sync", "--disable-dev-shm-usage"]
+# ms a browser test waits for a condition on the page: generous, a loaded 2-core box draws slowly.
+UI_TIMEOUT = 120_000
 
 
 @pytest.fixture(autouse=True)
@@ -127,3 +129,20 @@ def wait_for_app(page, timeout: float = 180_000) -> None:
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]',
                            timeout=timeout)
     page.wait_for_timeout(200)
+
+
+def eventually(page, check, timeout: float = UI_TIMEOUT):
+    """Call `check()` (which asserts on, or returns True/False for, what the page shows now)
+    until it passes, re-reading the page every 250 ms; after `timeout` ms its last
+    AssertionError is raised. For conditions Playwright's `expect` cannot state exactly
+    (lists of labels, numbers within a tolerance)."""
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        try:
+            if check() is False:
+                raise AssertionError(f"still false after waiting: {check.__doc__ or check}")
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            page.wait_for_timeout(250)

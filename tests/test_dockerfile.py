@@ -15,8 +15,14 @@ def test_base_image_is_python_311_slim():
 
 
 def test_cpu_torch_pinned_as_in_requirements():
+    """The image installs requirements-cpu.txt (torch from the CPU index; its agreement with
+    requirements.txt is checked in tests/test_deploy.py) and no other torch."""
     runs = " ".join(arg for op, arg in instructions() if op == "RUN")
-    assert "torch==2.13.0" in runs and "/whl/cpu" in runs
+    assert "pip install -r requirements-cpu.txt" in runs and "torch" not in runs
+    assert ("COPY", "requirements-cpu.txt .") in instructions()
+    cpu = (ROOT / "requirements-cpu.txt").read_text().splitlines()
+    assert "torch==2.13.0+cpu" in cpu
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in cpu
     assert "torch==2.13.0" in (ROOT / "requirements.txt").read_text().splitlines()
 
 
