@@ -36,6 +36,7 @@ mean over texts of |d output / d xi_h| at xi = 1 (one backward per text for ever
 """
 from __future__ import annotations
 
+import inspect
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -113,6 +114,15 @@ def gated(model: M.LoadedModel, gate: torch.Tensor | None):
             h.remove()
 
 
+@lru_cache(maxsize=8)
+def takes_token_types(model: M.LoadedModel) -> bool:
+    """True when the tokenizer makes token_type_ids and the forward takes them (run() passes
+    them: GPT-2 read with a BERT tokenizer adds the embedding of type 0)."""
+    names = getattr(model.tokenizer, "model_input_names", ())
+    return "token_type_ids" in names and \
+        "token_type_ids" in inspect.signature(model.model.forward).parameters
+
+
 @dataclass(frozen=True)
 class Batch:
     ids: torch.Tensor        # (b, n) right-padded with 0
@@ -143,12 +153,16 @@ def forward(model: M.LoadedModel, batch: Batch, *, gate=None, interventions=(),
                        record=False)
     hooks = [model.model.base_model.register_forward_hook(grab)]
     if embed_hook is not None:
-        hooks.append(model.model.get_input_embeddings().register_forward_hook(
-            lambda _m, _a, out: embed_hook(out)))
+        def on_ids(_module, args, out):      # not GPT-2's second call, on token types
+            return embed_hook(out) if torch.equal(args[0], batch.ids) else None
+        hooks.append(model.model.get_input_embeddings().register_forward_hook(on_ids))
+    inputs = {"input_ids": batch.ids, "attention_mask": batch.real.long()}
+    if takes_token_types(model):                # as LoadedModel.run passes the tokenizer's
+        inputs["token_type_ids"] = torch.zeros_like(batch.ids)
     token = M._FORWARD.set(state)
     try:
         with torch.set_grad_enabled(grad), gated(model, gate):
-            out = model.model(input_ids=batch.ids, attention_mask=batch.real.long())
+            out = model.model(**inputs)
     finally:
         M._FORWARD.reset(token)
         for h in hooks:
