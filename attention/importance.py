@@ -114,6 +114,28 @@ def gated(model: M.LoadedModel, gate: torch.Tensor | None):
             h.remove()
 
 
+@contextmanager
+def expanded(model: M.LoadedModel, expand):
+    """See `forward`'s expand: later layers broadcast the batch-1 mask and positions."""
+    if expand is None:
+        yield
+        return
+    layer, rows = expand
+
+    def pre(_module, args):
+        x = args[0]                                                    # (1, n, heads * d_head)
+        copies = x.expand(rows.shape[0], *x.shape[1:])                 # (c, n, heads * d_head)
+        shaped = copies.reshape(*copies.shape[:-1], model.heads, model.d_head)
+        shaped = shaped * rows.to(x.dtype).view(-1, 1, model.heads, 1)
+        return (shaped.reshape(copies.shape), *args[1:])
+
+    hook = _projections(model)[layer].register_forward_pre_hook(pre)
+    try:
+        yield
+    finally:
+        hook.remove()
+
+
 @lru_cache(maxsize=8)
 def takes_token_types(model: M.LoadedModel) -> bool:
     """True when the tokenizer makes token_type_ids and the forward takes them (run() passes
@@ -140,10 +162,12 @@ def batch_of(rows: list[list[int]]) -> Batch:
 
 
 def forward(model: M.LoadedModel, batch: Batch, *, gate=None, interventions=(),
-            grad: bool = False, embed_hook=None):
+            grad: bool = False, embed_hook=None, expand=None):
     """One batched forward with the core inside: (logits (b, n, vocab) | None,
     last hidden states (b, n, hidden)). `interventions` apply to every element;
-    `embed_hook(output)` may replace the input embeddings (e.g. with a leaf for gradients)."""
+    `embed_hook(output)` may replace the input embeddings (e.g. with a leaf for gradients);
+    expand = (layer, rows (c, heads)) turns a batch of 1 into c copies at that layer's
+    output projection, copy i with its heads multiplied by rows[i] (results (c, n, ...))."""
     captured = {}
 
     def grab(_module, _args, output):
@@ -161,7 +185,7 @@ def forward(model: M.LoadedModel, batch: Batch, *, gate=None, interventions=(),
         inputs["token_type_ids"] = torch.zeros_like(batch.ids)
     token = M._FORWARD.set(state)
     try:
-        with torch.set_grad_enabled(grad), gated(model, gate):
+        with torch.set_grad_enabled(grad), gated(model, gate), expanded(model, expand):
             out = model.model(**inputs)
     finally:
         M._FORWARD.reset(token)
@@ -195,6 +219,10 @@ def output_of(model: M.LoadedModel, batch: Batch, **kwargs) -> torch.Tensor:
     """Per batch element: the unit sentence embedding (b, hidden) of a sentence model, the
     mean loss (b,) of an LM."""
     logits, last = forward(model, batch, **kwargs)
+    return output_from(model, logits, last, batch)
+
+
+def output_from(model: M.LoadedModel, logits, last, batch: Batch) -> torch.Tensor:
     if logits is None:
         return F.normalize(pooled(last, batch.real), dim=-1)
     return token_nll(model, logits, batch).nanmean(dim=1)
@@ -348,19 +376,18 @@ def layer_agreement(tokens: pd.DataFrame) -> pd.DataFrame:
 
 
 def head_ablation(model: M.LoadedModel, ids: list[int]) -> torch.Tensor:
-    """(layers, heads) output change of one text with each head zeroed: one batch element
-    per head (gate 0 on that head), in forwards of at most BATCH_TOKENS pieces."""
-    count = model.layers * model.heads
+    """(layers, heads) output change of one text with each head zeroed. Per layer one
+    forward: batch 1 up to that layer's output projection, where the input is copied once
+    per head with that head zeroed (layers below are computed once, not per head)."""
     full = batch_of([ids])
     base = output_of(model, full)
+    copies = Batch(full.ids.expand(model.heads, -1), full.real.expand(model.heads, -1))
+    rows = 1.0 - torch.eye(model.heads)                                # (heads, heads)
     out = []
-    for s in _chunks(count, len(ids)):
-        gate = torch.ones(s.stop - s.start, count)
-        gate[torch.arange(s.stop - s.start), torch.arange(s.start, s.stop)] = 0.0
-        copies = Batch(full.ids.expand(gate.shape[0], -1), full.real.expand(gate.shape[0], -1))
-        out.append(change(model, base, output_of(
-            model, copies, gate=gate.view(-1, model.layers, model.heads))))
-    return torch.cat(out).view(model.layers, model.heads).float()
+    for layer in range(model.layers):
+        logits, last = forward(model, full, expand=(layer, rows))
+        out.append(change(model, base, output_from(model, logits, last, copies)))
+    return torch.stack(out).float()                                    # (layers, heads)
 
 
 def head_importance(model: M.LoadedModel, texts) -> pd.DataFrame:
