@@ -7,7 +7,6 @@ import inspect
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
