@@ -322,13 +322,15 @@ def attention_scores(model: M.LoadedModel, run: M.ModelRun) -> dict[str, torch.T
 
 def token_importance(model: M.LoadedModel, texts) -> pd.DataFrame:
     """One row per piece of every text (special pieces included): text (index), position,
-    token, occlusion, gradient and the attention-based columns of the module docstring."""
+    token, special (a tokenizer special piece), occlusion, gradient and the attention-based
+    columns of the module docstring."""
     frames = []
     for index, text in enumerate(texts):
         run = model.run(text)
         ids = list(run.ids)
         grad, _ = gradients(model, ids)
         frame = pd.DataFrame({"text": index, "position": range(run.n), "token": run.tokens,
+                              "special": [i in model.special_ids for i in ids],
                               "occlusion": occlusion(model, ids).numpy(),
                               "gradient": grad.numpy()})
         for name, values in attention_scores(model, run).items():
@@ -353,11 +355,14 @@ def spearman(a, b) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def layer_agreement(tokens: pd.DataFrame) -> pd.DataFrame:
+def layer_agreement(tokens: pd.DataFrame, *, words_only: bool = False) -> pd.DataFrame:
     """Per layer, score and target: Spearman of the attention-based score with occlusion and
     with gradient x input, computed per text and averaged over the texts where it is defined
     (as Abnar and Zuidema average over examples). Columns layer, score, target, spearman,
-    texts (how many texts the mean is over)."""
+    texts (how many texts the mean is over). words_only: leave out special pieces ([CLS],
+    [SEP], ...), where rollout piles up weight that occlusion does not reward."""
+    if words_only:
+        tokens = tokens[~tokens["special"]]
     layers = sorted(int(c.rsplit("_", 1)[1]) for c in tokens if c.startswith("rollout_"))
     rows = []
     for layer in layers:

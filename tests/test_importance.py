@@ -155,7 +155,9 @@ def test_token_frame_columns_are_the_runs_attention(tiny, monkeypatch):
     frame = I.token_importance(loaded, TEXTS)
     runs = [loaded.run(t) for t in TEXTS]
     assert len(frame) == sum(r.n for r in runs)
-    assert list(frame.columns[:5]) == ["text", "position", "token", "occlusion", "gradient"]
+    assert list(frame.columns[:6]) == ["text", "position", "token", "special", "occlusion",
+                                       "gradient"]
+    assert list(frame["special"][:2]) == [True, False] and frame["special"].sum() == 4
     first = frame[frame["text"] == 1]
     run = runs[1]
     assert tuple(first["token"]) == run.tokens
@@ -181,6 +183,10 @@ def test_layer_agreement_is_the_mean_of_per_text_spearman(tiny):
                         for _, g in frame.groupby("text")])
     assert table.loc[(1, "rollout", "occlusion"), "spearman"] == pytest.approx(expected)
     assert set(table.index.get_level_values("score")) == set(I.SCORES)
+    words = I.layer_agreement(frame, words_only=True).set_index(["layer", "score", "target"])
+    expected = np.mean([spearmanr(g["rollout_1"], g["occlusion"]).statistic
+                        for _, g in frame[~frame["special"]].groupby("text")])
+    assert words.loc[(1, "rollout", "occlusion"), "spearman"] == pytest.approx(expected)
 
 
 def test_spearman_and_ranking_accuracy_by_hand():
