@@ -54,7 +54,7 @@ def sweep_frame(source: str, texts: tuple[str, ...], layer: int) -> pd.DataFrame
 def agreement_table(agreement: pd.DataFrame, language: str) -> pd.DataFrame:
     """One row per layer, one column per (score, target) as shown on the page."""
     frame = agreement.assign(column=[
-        f"{t('importance.score_' + s)} / {t('importance.target_' + g)}"
+        f"{t(f'importance.score_{s}')} / {t(f'importance.target_{g}')}"
         for s, g in zip(agreement["score"], agreement["target"])])
     table = frame.pivot(index="layer", columns="column", values="spearman")
     order = list(dict.fromkeys(frame["column"]))
