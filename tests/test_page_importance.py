@@ -62,3 +62,17 @@ def test_head_chart_and_conclusions_come_from_the_frames(page, frames):
         assert c.text("en") in shown
     assert not any(f.isna().any().any() for f in chart_frames(page)
                    if "metric" in f or "spearman" in f)
+
+
+def test_words_only_toggle_recomputes_the_table_without_special_pieces(page, frames):
+    _, tokens, _, _ = frames
+    page.toggle(key="imp_words").set_value(True).run(timeout=600)
+    assert not page.exception
+    table = page.dataframe[0].value
+    want = I.layer_agreement(tokens, words_only=True)
+    want = want[(want["score"] == "attention") & (want["target"] == "occlusion")]
+    assert np.allclose(table["raw attention (readout query) / occlusion"].to_numpy(),
+                       want["spearman"].to_numpy(), atol=1e-4)
+    shown = " ".join(m.value for m in page.markdown)
+    for c in conclusions(I.layer_agreement(tokens, words_only=True), frames[3]):
+        assert c.text("en") in shown

@@ -13,7 +13,7 @@ from ..errors import UserError
 from ..importance_conclusions import conclusions, fmt
 from .text import lang, message, t
 
-LAYER_KEY = "imp_layer"
+LAYER_KEY, WORDS_KEY = "imp_layer", "imp_words"
 CACHE = dict(max_entries=2, ttl="1h", show_spinner=False)
 
 
@@ -29,9 +29,8 @@ def texts_of(spec) -> tuple[str, ...]:
 
 
 @st.cache_resource(**CACHE)
-def token_frames(source: str, texts: tuple[str, ...]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    tokens = imp.token_importance(models.load_model(source), texts)
-    return tokens, imp.layer_agreement(tokens)
+def token_frame(source: str, texts: tuple[str, ...]) -> pd.DataFrame:
+    return imp.token_importance(models.load_model(source), texts)
 
 
 @st.cache_resource(**CACHE)
@@ -75,9 +74,12 @@ def draw_importance(spec) -> None:
         return
     layer = st.selectbox(t("importance.sweep_layer"), range(model.layers),
                          index=model.layers - 1, key=LAYER_KEY)
+    words_only = st.toggle(t("importance.words_only"), key=WORDS_KEY,
+                           help=t("importance.words_only_help"))
     bar = st.progress(0.0, text=t("importance.progress_tokens"))
     try:
-        tokens, agreement = token_frames(source, texts)
+        tokens = token_frame(source, texts)
+        agreement = imp.layer_agreement(tokens, words_only=words_only)
         bar.progress(0.3, text=t("importance.progress_heads"))
         heads = head_frame(source, texts)
         bar.progress(0.5, text=t("importance.progress_pruning"))
