@@ -161,10 +161,25 @@ def _measurements(bare: str, before: bool) -> dict[str, tuple[str | None, str | 
     return out
 
 
-def run(rounds: int = 2, click_rounds: int = 6, before: bool = False) -> list[dict]:
+def _clicks(browser, bare: str, rounds: int) -> dict[str, float]:
+    from tests.conftest import Server
+
+    app, base = Server(), Server(bare)
+    try:
+        click = {"bare page": clicks(browser, f"{base.url}/", rounds)}
+        for n in (16, 2048):
+            click[f"heatmap n={n}"] = clicks(browser, spec_url(app.url, "Heatmap", n), rounds)
+        return click
+    finally:
+        app.stop()
+        base.stop()
+
+
+def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
+        clicks_too: bool = True) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
-    from tests.conftest import CHROMIUM_FLAGS, ROOT, Server
+    from tests.conftest import CHROMIUM_FLAGS, ROOT
 
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
@@ -185,17 +200,11 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False) -> list[di
                 script, path, empty = plan[name]
                 cache = tempfile.mkdtemp(dir=tmp) if empty else filled
                 cold[name].append(cold_paint(browser, script, path, cache))
+                print(f"round {r}: {name}: {cold[name][-1]:.0f} ms, load {os.getloadavg()[0]:.1f}",
+                      file=sys.stderr, flush=True)
         os.environ[CACHE_ENV] = filled
-        app, base = Server(), Server(str(bare))
-        try:
-            click = {"bare page": clicks(browser, f"{base.url}/", click_rounds)}
-            for n in (16, 2048):
-                click[f"heatmap n={n}"] = clicks(browser, spec_url(app.url, "Heatmap", n),
-                                                 click_rounds)
-        finally:
-            app.stop()
-            base.stop()
-            browser.close()
+        click = _clicks(browser, str(bare), click_rounds) if clicks_too else {}
+        browser.close()
     paint = {name: statistics.median(ts) for name, ts in cold.items()}
     rows = [row(f"cold first paint: {name}", "bare page on a cold server",
                 paint[name] / paint["bare page"], 2.0,
@@ -204,11 +213,11 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False) -> list[di
     rows += [row(f"head change, click to chart: {name}", "same click on a bare page",
                  click[name] / click["bare page"], 2.0,
                  f"{click[name]:.0f} ms vs {click['bare page']:.0f} ms")
-             for name in ("heatmap n=16", "heatmap n=2048")]
+             for name in click if name != "bare page"]
     rows.append(row("load average (context)", "-", 0.0, 1.0,
                     f"{load[0]:.1f} -> {os.getloadavg()[0]:.1f}"))
     return rows
 
 
 if __name__ == "__main__":
-    print_table(run(before="--before" in sys.argv))
+    print_table(run(before="--before" in sys.argv, clicks_too="--no-clicks" not in sys.argv))
