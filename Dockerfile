@@ -20,8 +20,14 @@ RUN useradd --create-home --uid 1000 explorer
 COPY --chown=explorer:explorer . .
 USER explorer
 
+# The "Is sharper better?" page's default seed, trained once at build time and kept on disk
+# (keyed by the code that trains it), so a freshly started demo shows it at once.
+ENV ATTENTION_EXPLORER_CACHE=/home/explorer/.cache/attention-explorer
+RUN python -m attention.experiment_cache 0
+
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=40s --retries=3 \
   CMD python -c "import urllib.request, sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).status != 200)"
 
-CMD ["streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]
+# serve.py = `streamlit run app.py` plus a warm-up thread (imports, model, default results).
+CMD ["python", "serve.py", "--server.port=8501", "--server.address=0.0.0.0"]

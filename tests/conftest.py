@@ -42,18 +42,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _hermetic_disk_cache(tmp_path_factory):
+    """Results the app keeps on disk go to this session's temporary directory, never the
+    user's home: the first visit computes as on a fresh machine. Servers inherit it."""
+    from attention.diskcache import ENV
+
+    os.environ[ENV] = str(tmp_path_factory.mktemp("attention-explorer-cache"))
+
+
 class Server:
-    """`streamlit run app.py` on a free loopback port, stopped when the test ends.
+    """The dashboard as a user starts it (`python serve.py`: the app plus its warm-up thread)
+    on a free loopback port, stopped when the test ends.
 
-    `script` (a path relative to the repository, or absolute) runs another script with the
-    repository's working directory and .streamlit/config.toml (benchmarks use it for baselines)."""
+    `script` (a path relative to the repository, or absolute) runs another script with plain
+    `streamlit run`, the repository's working directory and .streamlit/config.toml (benchmarks
+    use it for baselines)."""
 
-    def __init__(self, script: str = "app.py") -> None:
+    def __init__(self, script: str | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+        start = ["serve.py"] if script is None else ["-m", "streamlit", "run", str(script)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+            [sys.executable, *start, "--server.headless", "true",
              "--server.port", str(self.port), "--server.address", "127.0.0.1"],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 60
