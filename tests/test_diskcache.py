@@ -233,7 +233,8 @@ def test_stored_study_equals_the_computed_one(cache, short, monkeypatch):
                                           check_exact=False, rtol=1e-6, atol=1e-9)
         assert got.spearman_pooled == pytest.approx(reference.spearman_pooled, abs=1e-9)
         assert got.spearman_within == pytest.approx(reference.spearman_within, abs=1e-9)
-    assert list(loaded.sweep["multiplier"]) == list(ex.MULTIPLIER_LABELS)
+    assert list(loaded.sweep["multiplier"]) == [ex.multiplier_label(m)
+                                                for m in (*ex.MULTIPLIERS, ex.ARGMAX)]
 
 
 def test_stored_scaling_equals_the_computed_one_and_changed_settings_retrain(cache, short,
