@@ -32,6 +32,7 @@ from .heads import project
 from .spec import AttentionSpec
 
 DK_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+CHUNK_CELLS = 2048 * 2048  # analyze computes at most this many attention cells at once
 SWEEP_MAX_TOKENS = 256  # the sweep uses the first tokens only, so it stays fast at any n
 SWEEP_MAX_HEADS = 4     # and at most 4 heads (its rows are means over heads): d_model 1024 with
                         # 16 heads took 3.4 s of CPU, with 4 heads 0.9 s
@@ -139,21 +140,23 @@ def analyze_qkv(spec: AttentionSpec, tokens, q: torch.Tensor, k: torch.Tensor,
 def head_metrics(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None,
                  temperature: float) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """Per-row metrics (name -> (heads, n)) of the scaled and the unscaled attention of
-    q, k: (heads, n, d_k), one head at a time, so at most one head's (n, n) scores and weights
-    exist at once (16 MB each at n = 2048, instead of 4 x 200 MB for 12 heads). The values
-    are empty (d_v = 0): the metrics need the weights only, not weights @ v."""
+    q, k: (heads, n, d_k), a few heads at a time (at most CHUNK_CELLS cells: one head at
+    n = 2048), so the (h, n, n) scores and weights that exist at once stay at 16 MB each
+    instead of 4 x 200 MB for 12 heads. The values are empty (d_v = 0): the metrics need the
+    weights only, not weights @ v."""
+    heads, n = q.shape[0], q.shape[1]
+    step = max(1, CHUNK_CELLS // max(1, n * n))
+    none = k.new_empty(*k.shape[:-1], 0)                                 # (heads, n, 0)
     parts: dict[bool, list[dict[str, torch.Tensor]]] = {True: [], False: []}
-    for h in range(q.shape[0]):
-        none = k.new_empty(k.shape[1], 0)                                # (n, 0)
+    for h in range(0, heads, step):
         for scaled in (True, False):
-            res = attention(q[h], k[h], none, scale=None if scaled else 1.0, mask=mask,
-                            temperature=temperature)                     # (n, n)
+            res = attention(q[h:h + step], k[h:h + step], none[h:h + step],
+                            scale=None if scaled else 1.0, mask=mask,
+                            temperature=temperature)                      # (step, n, n)
             parts[scaled].append(metrics.row_metrics(res.weights))
             del res
-    stacked = {s: {name: torch.stack([p[name] for p in ps]) for name in ps[0]} if ps
-               else {name: q.new_empty(0, q.shape[1]) for name in metrics.ROW_METRICS}
-               for s, ps in parts.items()}
-    return stacked[True], stacked[False]
+    return tuple({name: torch.cat([p[name] for p in ps]) if ps else q.new_empty(0, n)
+                  for name in metrics.ROW_METRICS} for ps in (parts[True], parts[False]))
 
 
 def sweep_rows(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None,

@@ -13,7 +13,8 @@ import torch
 
 from bench.timing import print_table, row
 
-MODULES = ["core", "analysis", "apptest_rerun", "browser_heatmap", "pretrained", "experiment"]
+MODULES = ["core", "analysis", "apptest_rerun", "browser_heatmap", "pretrained", "experiment",
+           "memory"]
 
 
 def main(names: list[str]) -> int:

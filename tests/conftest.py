@@ -44,16 +44,17 @@ class Server:
     """`streamlit run app.py` on a free loopback port, stopped when the test ends.
 
     `script` (a path relative to the repository, or absolute) runs another script with the
-    repository's working directory and .streamlit/config.toml (benchmarks use it for baselines)."""
+    repository's working directory and .streamlit/config.toml (benchmarks use it for baselines);
+    `cwd` runs another checkout of the app (bench/memory.py measures main's code that way)."""
 
-    def __init__(self, script: str = "app.py") -> None:
+    def __init__(self, script: str = "app.py", cwd: Path | str = ROOT) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
              "--server.port", str(self.port), "--server.address", "127.0.0.1"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.healthy():
