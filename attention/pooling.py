@@ -167,7 +167,8 @@ def pooled_matrices(a: Analysis, heads: list[int], max_blocks: int,
 
     weight / unscaled_weight: the scaled / unscaled attention pooled with `how`; difference:
     the difference matrix (scaled - unscaled) pooled on its own ("extreme" when how is "max",
-    since max(w) - max(u) is not the largest change)."""
+    since max(w) - max(u) is not the largest change). Each head's (n, n) weights are
+    recomputed from the Analysis's q and k and pooled before the next head's are made."""
     if how not in HOWS:
         raise ValueError(f"how must be one of {HOWS}, got {how!r}")
     parts: dict[str, list[torch.Tensor]] = {"weight": [], "unscaled_weight": [], "difference": []}

@@ -2,8 +2,9 @@
 
 Every function takes the Analysis and a `key_prefix`, which names its widgets and the URL
 parameters that keep its view (head, zoom, pooling...), so two pages, or two heatmaps on one
-page, never share state. Changing the head, the zoom or the pooling only re-slices the cached
-Analysis: no attention is recomputed.
+page, never share state. Changing the zoom recomputes only the window's query rows from the
+cached Analysis's q and k (O(window n d)); an overview is pooled once per head and pooling
+and kept as images in the server's store, keyed by the Analysis's content digest.
 
     head = head_picker(analysis, key_prefix="hm")
     draw_comparison(analysis, head, key_prefix="hm")   # scaled | unscaled | difference
