@@ -26,7 +26,7 @@ from ..spec import AttentionSpec
 from .text import t
 
 T = TypeVar("T")
-STORE_BYTES = 256 * 2**20   # ~12 analyses of 2048 tokens x 12 heads (~20 MB each: q, k, v, metrics)
+STORE_BYTES = 160 * 2**20   # ~8 analyses of 2048 tokens x 12 heads (~20 MB each: q, k, v, metrics)
 HEAVY_SLOTS = 2             # the machines this runs on have 2 cores; each slot ~0.1 GB transient
 
 
