@@ -57,9 +57,10 @@ class Server:
 
     `script` (a path relative to the repository, or absolute) runs another script with plain
     `streamlit run`, the repository's working directory and .streamlit/config.toml (benchmarks
-    use it for baselines)."""
+    use it for baselines); `cwd` runs another checkout of the app (bench/memory.py can measure
+    an older commit that way)."""
 
-    def __init__(self, script: str | None = None) -> None:
+    def __init__(self, script: str | None = None, cwd: Path | str = ROOT) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
@@ -67,7 +68,7 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, *start, "--server.headless", "true",
              "--server.port", str(self.port), "--server.address", "127.0.0.1"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.healthy():

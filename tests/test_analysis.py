@@ -74,6 +74,31 @@ def test_metrics_per_head_and_row(default):
     assert (default.unscaled_metrics["entropy"].mean() < default.scaled_metrics["entropy"].mean())
 
 
+def test_one_head_and_a_window_of_rows_recomputed_equal_sdpa(default):
+    """result(scaled, heads, queries): the rows of a few heads, each softmax over every key."""
+    a = default
+    for scaled, scale in ((True, None), (False, 1.0)):
+        ref = F.scaled_dot_product_attention(a.q, a.k, a.v, scale=scale)     # (heads, n, d_v)
+        one = a.result(scaled, 2)
+        assert one.weights.shape == (a.n, a.n)
+        torch.testing.assert_close(one.output, ref[2], **TOL)
+        rows = a.result(scaled, [3, 1], range(4, 7))
+        assert rows.weights.shape == (2, 3, a.n)
+        torch.testing.assert_close(rows.output, ref[[3, 1], 4:7], **TOL)
+        torch.testing.assert_close(rows.weights, a.result(scaled).weights[[3, 1], 4:7], **TOL)
+
+
+def test_an_analysis_keeps_no_n_by_n_tensor():
+    """At 512 tokens and 12 heads, what an Analysis holds is q, k, v and (heads, n) metrics:
+    no tensor of n x n cells (the four all-heads results were 0.8 GB at 2048 tokens)."""
+    a = analyze(AttentionSpec(tokens=tuple(f"w{i}" for i in range(512)), heads=12, d_k=16,
+                              d_model=32))
+    kept = [*a.__dict__.values(), *a.scaled_metrics.values(), *a.unscaled_metrics.values()]
+    tensors = [t for t in kept if isinstance(t, torch.Tensor)]
+    assert all(t.numel() < a.n * a.n for t in tensors)
+    assert sum(t.numel() * t.element_size() for t in tensors) < 2 * 2**20
+
+
 def test_causal_and_temperature():
     spec = AttentionSpec(causal=True, temperature=2.0)
     a = analyze(spec)

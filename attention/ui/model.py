@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from .. import pretrained
+from . import cache
 from .text import t
 
 
@@ -25,13 +26,13 @@ def ensure_model() -> pretrained.Model:
         return _model()
 
 
-@st.cache_resource(max_entries=8, ttl="1h", show_spinner=False)
 def report(text: str) -> pretrained.ModelReport:
-    """All 72 heads of `text`, the per-head table and the rollout."""
-    return pretrained.report(text)
+    """All 72 heads of `text`, the per-head table and the rollout (up to 75 MB at 512 word
+    pieces: kept in the byte-bounded store, not by entry count)."""
+    return cache.cached("model_report", (text,), lambda: pretrained.report(text))
 
 
-@st.cache_resource(max_entries=32, ttl="1h", show_spinner=False)
 def value_weighted(text: str, layer: int, head: int):
     """(alpha (n, n), ||alpha f|| (n, n), ||f|| (n,)) of one head."""
-    return pretrained.value_weighted(text, layer, head)
+    return cache.cached("value_weighted", (text, layer, head),
+                        lambda: pretrained.value_weighted(text, layer, head))
