@@ -11,18 +11,23 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# The CPU build of torch first (PyPI's default wheel is the multi-GB CUDA one),
-# then the pinned requirements, which find torch==2.13.0 already satisfied.
-COPY requirements.txt .
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
- && pip install -r requirements.txt
+# requirements-cpu.txt: the pins of requirements.txt, with torch's CPU build from the
+# PyTorch CPU index (on Linux, PyPI's torch is the ~2.5 GB CUDA build).
+COPY requirements-cpu.txt .
+RUN pip install -r requirements-cpu.txt
 
 RUN useradd --create-home --uid 1000 explorer
 COPY --chown=explorer:explorer . .
 USER explorer
 
+# The "Is sharper better?" page's default seed, trained once at build time and kept on disk
+# (keyed by the code that trains it), so a freshly started demo shows it at once.
+ENV ATTENTION_EXPLORER_CACHE=/home/explorer/.cache/attention-explorer
+RUN python -m attention.experiment_cache 0
+
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=40s --retries=3 \
   CMD python -c "import urllib.request, sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).status != 200)"
 
-CMD ["streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]
+# serve.py = `streamlit run app.py` plus a warm-up thread (imports, model, default results).
+CMD ["python", "serve.py", "--server.port=8501", "--server.address=0.0.0.0"]

@@ -19,8 +19,10 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@
 
+# serve.py = `streamlit run app.py` plus a warm-up thread (imports, the model, the default
+# results); `streamlit run app.py` works too, without the warm-up.
 run: $(VENV)/.runtime
-	$(BIN)/streamlit run app.py
+	$(BIN)/python serve.py
 
 browser:
 	bash scripts/install_chromium.sh

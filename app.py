@@ -23,7 +23,7 @@ cols = st.columns(4)
 cols[0].metric(t("input.n_tokens"), f"{len(tokens):,}")
 cols[1].metric(t("input.n_unique"), f"{len(set(tokens)):,}")
 cols[2].metric(t("input.heads_dk"), f"{analysis.heads} × {analysis.q.shape[-1]}")
-cols[3].metric(t("input.scale"), f"{analysis.scaled.scale:.4f}",
+cols[3].metric(t("input.scale"), f"{analysis.scale:.4f}",
                help=t("input.scale_help", d_k=analysis.q.shape[-1]))
 
 if spec.source == "toy":      # how the token box was split (a model splits the text itself)

@@ -5,11 +5,22 @@
            -> core.attention with scale 1            ("unscaled")
            -> per-row metrics for both
 
+What an Analysis keeps is small: q, k, v (O(heads n d)) and the per-row metrics
+(O(heads n)). The n x n attention of all heads (four 12 x 2048 x 2048 float32 tensors,
+~0.8 GB at the token limit) is never kept: it is made one head at a time while the metrics
+are computed, and recomputed on demand through core.attention, for the heads and query rows
+a view shows (`result`, O(h nq n d)). `scaled` / `unscaled` still give every head's full
+AttentionResult, computed when read: tests and small inputs use them, pages use `result`.
+
 The sweeps show how score spread, entropy and saturation move as d_k grows.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import pandas as pd
 import torch
@@ -21,9 +32,13 @@ from .heads import project
 from .spec import AttentionSpec
 
 DK_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+CHUNK_CELLS = 2048 * 2048  # analyze computes at most this many attention cells at once
 SWEEP_MAX_TOKENS = 256  # the sweep uses the first tokens only, so it stays fast at any n
 SWEEP_MAX_HEADS = 4     # and at most 4 heads (its rows are means over heads): d_model 1024 with
                         # 16 heads took 3.4 s of CPU, with 4 heads 0.9 s
+
+
+Heads = int | list[int] | slice
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,8 +49,6 @@ class Analysis:
     k: torch.Tensor                     # (heads, n, d_k)
     v: torch.Tensor                     # (heads, n, d_v)
     mask: torch.Tensor | None           # (n, n) True = may attend; None = bidirectional
-    scaled: AttentionResult             # scale 1/sqrt(d_k), all heads
-    unscaled: AttentionResult           # scale 1, all heads
     scaled_metrics: dict[str, torch.Tensor]    # name -> (heads, n)
     unscaled_metrics: dict[str, torch.Tensor]  # name -> (heads, n)
 
@@ -47,9 +60,53 @@ class Analysis:
     def n(self) -> int:
         return len(self.tokens)
 
+    @property
+    def scale(self) -> float:
+        """The scaled variant's factor, 1/sqrt(d_k) (the unscaled one uses 1)."""
+        return 1.0 / math.sqrt(self.q.shape[-1])
+
+    def result(self, scaled: bool = True, heads: Heads = slice(None),
+               queries: slice | range = slice(None)) -> AttentionResult:
+        """core.attention of some heads (an int: one head, fields (nq, n, ...)) and query rows
+        (a window of positions) against every key: each softmax row is whole, so its cells are
+        those of the all-heads result. O(h nq n d_k) work; nothing is kept."""
+        if isinstance(queries, range):
+            queries = slice(queries.start, queries.stop)
+        if isinstance(heads, list):
+            heads = torch.tensor(heads, dtype=torch.long)
+        q = self.q[heads][..., queries, :]                              # (h, nq, d_k) or (nq, d_k)
+        mask = None if self.mask is None else self.mask[queries]        # (nq, n)
+        return attention(q, self.k[heads], self.v[heads], scale=None if scaled else 1.0,
+                         mask=mask, temperature=self.spec.temperature)
+
+    @property
+    def scaled(self) -> AttentionResult:
+        """Every head at scale 1/sqrt(d_k): (heads, n, n) tensors made on each read (not kept)."""
+        return self.result(True)
+
+    @property
+    def unscaled(self) -> AttentionResult:
+        """Every head at scale 1: (heads, n, n) tensors made on each read (not kept)."""
+        return self.result(False)
+
     def raw_scores(self, head: int | slice = slice(None)) -> torch.Tensor:
         """q.k^T before any scale or temperature: (n, n) for one head, (heads, n, n) for a slice."""
         return self.q[head] @ self.k[head].transpose(-2, -1)
+
+    @cached_property
+    def digest(self) -> str:
+        """A hash of everything the attention is computed from (spec, tokens, q, k, v, mask):
+        what shared caches of views derived from this Analysis are keyed by, so two inputs
+        with different content never share an entry, whatever their shape or sums."""
+        h = hashlib.blake2b(digest_size=20)
+        h.update(json.dumps([sorted(self.spec.to_query().items()), list(self.tokens)]).encode())
+        for t in (self.q, self.k, self.v, self.mask):
+            if t is None:
+                h.update(b"none")
+                continue
+            h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            h.update(t.detach().contiguous().numpy().tobytes())
+        return h.hexdigest()
 
 
 def qkv_for(spec: AttentionSpec) -> tuple[tuple[str, ...], torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -87,14 +144,31 @@ def analyze_qkv(spec: AttentionSpec, tokens, q: torch.Tensor, k: torch.Tensor,
     n = len(tokens)
     causal = causal_mask(n) if spec.causal else None                    # (n, n)
     mask = causal if mask is None else mask if causal is None else mask & causal
-    scaled = attention(q, k, v, mask=mask, temperature=spec.temperature)
-    unscaled = attention(q, k, v, scale=1.0, mask=mask, temperature=spec.temperature)
-    return Analysis(
-        spec=spec, tokens=tuple(tokens), q=q, k=k, v=v, mask=mask,
-        scaled=scaled, unscaled=unscaled,
-        scaled_metrics=metrics.row_metrics(scaled.weights),
-        unscaled_metrics=metrics.row_metrics(unscaled.weights),
-    )
+    scaled, unscaled = head_metrics(q, k, mask, spec.temperature)
+    return Analysis(spec=spec, tokens=tuple(tokens), q=q, k=k, v=v, mask=mask,
+                    scaled_metrics=scaled, unscaled_metrics=unscaled)
+
+
+def head_metrics(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None,
+                 temperature: float) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """Per-row metrics (name -> (heads, n)) of the scaled and the unscaled attention of
+    q, k: (heads, n, d_k), a few heads at a time (at most CHUNK_CELLS cells: one head at
+    n = 2048), so the (h, n, n) scores and weights that exist at once stay at 16 MB each
+    instead of 4 x 200 MB for 12 heads. The values are empty (d_v = 0): the metrics need the
+    weights only, not weights @ v."""
+    heads, n = q.shape[0], q.shape[1]
+    step = max(1, CHUNK_CELLS // max(1, n * n))
+    none = k.new_empty(*k.shape[:-1], 0)                                 # (heads, n, 0)
+    parts: dict[bool, list[dict[str, torch.Tensor]]] = {True: [], False: []}
+    for h in range(0, heads, step):
+        for scaled in (True, False):
+            res = attention(q[h:h + step], k[h:h + step], none[h:h + step],
+                            scale=None if scaled else 1.0, mask=mask,
+                            temperature=temperature)                      # (step, n, n)
+            parts[scaled].append(metrics.row_metrics(res.weights))
+            del res
+    return tuple({name: torch.cat([p[name] for p in ps]) if ps else q.new_empty(0, n)
+                  for name in metrics.ROW_METRICS} for ps in (parts[True], parts[False]))
 
 
 def sweep_rows(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None,

@@ -24,11 +24,10 @@ def cells(a: Analysis, heads: list[int] | None = None, queries: range | None = N
     keys = range(a.n) if keys is None else range(max(keys.start, 0), min(keys.stop, a.n))
     qs, ks = slice(queries.start, queries.stop), slice(keys.start, keys.stop)
     h = torch.tensor(heads, dtype=torch.long)
-    # window first (a view), heads second (a copy of the window only, not of (h, n, n))
+    # only the window's query rows are computed (each softmax row over every key), then cut
     raw = a.q[:, qs][h] @ a.k[:, ks][h].transpose(-2, -1)             # (h, nq, nk)
-    scaled = a.scaled.scores[:, qs, ks][h]                            # (h, nq, nk)
-    w = a.scaled.weights[:, qs, ks][h]                                # (h, nq, nk)
-    uw = a.unscaled.weights[:, qs, ks][h]                             # (h, nq, nk)
+    sc, un = a.result(True, heads, qs), a.result(False, heads, qs)    # (h, nq, n) each
+    scaled, w, uw = sc.scores[..., ks], sc.weights[..., ks], un.weights[..., ks]  # (h, nq, nk)
     hh, qq, kk = torch.meshgrid(h, torch.arange(queries.start, queries.stop),
                                 torch.arange(keys.start, keys.stop), indexing="ij")
     frame = pd.DataFrame({

@@ -167,15 +167,21 @@ def pooled_matrices(a: Analysis, heads: list[int], max_blocks: int,
 
     weight / unscaled_weight: the scaled / unscaled attention pooled with `how`; difference:
     the difference matrix (scaled - unscaled) pooled on its own ("extreme" when how is "max",
-    since max(w) - max(u) is not the largest change)."""
+    since max(w) - max(u) is not the largest change). Each head's (n, n) weights are
+    recomputed from the Analysis's q and k and pooled before the next head's are made."""
     if how not in HOWS:
         raise ValueError(f"how must be one of {HOWS}, got {how!r}")
-    h = torch.tensor(heads, dtype=torch.long)
-    w, u = a.scaled.weights[h], a.unscaled.weights[h]                  # (h, n, n) each
-    pw, blocks = pool(w, max_blocks, how, a.mask)                        # (h, b, b)
-    pu, _ = pool(u, max_blocks, how, a.mask)                             # (h, b, b)
-    pd_, _ = pool(w - u, max_blocks, "extreme" if how == "max" else how, a.mask)
-    return {"weight": pw, "unscaled_weight": pu, "difference": pd_}, blocks
+    parts: dict[str, list[torch.Tensor]] = {"weight": [], "unscaled_weight": [], "difference": []}
+    blocks = blocks_for(a.n, max_blocks)
+    for head in heads:            # one head's (n, n) weights at a time, recomputed from q, k
+        w, u = a.result(True, head).weights, a.result(False, head).weights   # (n, n) each
+        parts["weight"].append(pool(w, max_blocks, how, a.mask)[0])          # (b, b)
+        parts["unscaled_weight"].append(pool(u, max_blocks, how, a.mask)[0])
+        parts["difference"].append(pool(w.sub_(u), max_blocks,
+                                        "extreme" if how == "max" else how, a.mask)[0])
+        del w, u
+    b = blocks.count
+    return {v: torch.stack(p) if p else torch.empty(0, b, b) for v, p in parts.items()}, blocks
 
 
 POOLED_COLUMNS = ["head", "query_block", "key_block", "query_start", "query_stop",

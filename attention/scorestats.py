@@ -41,12 +41,13 @@ def _finite_scores(a: Analysis, heads: list[int]) -> Iterator[tuple[str, np.ndar
     """(series, 1-D float32 finite scores of one head), head by head so memory stays at one
     (n, n) copy however many heads there are.
 
-    The unscaled logits are q.k / temperature (scale 1), so q.k = logits * temperature:
-    read from the cached result instead of a second (n, n, d_k) matmul per head."""
+    The scaled logits are q.k * scale / temperature, as core.attention makes them (one
+    matmul per head, no softmax: the Analysis keeps q and k, not the n x n scores)."""
     keep = None if a.mask is None else np.flatnonzero(a.mask.numpy())   # allowed cells
     for h in heads:
-        raw = (a.unscaled.scores[h] * a.spec.temperature).numpy().ravel()  # (n * n,) q.k
-        scaled = a.scaled.scores[h].numpy().ravel()                        # (n * n,) logits
+        raw = a.raw_scores(h)                                             # (n, n) q.k
+        scaled = (raw * (a.scale / a.spec.temperature)).numpy().ravel()   # (n * n,) logits
+        raw = raw.numpy().ravel()                                         # (n * n,)
         for series, values in (("raw", raw), ("scaled", scaled)):
             yield series, (values if keep is None else values[keep])
 
@@ -72,7 +73,7 @@ def score_stats(a: Analysis, heads: list[int]) -> pd.DataFrame:
         s["min"], s["max"] = min(s["min"], float(x.min())), max(s["max"], float(x.max()))
     d_k = a.q.shape[-1]
     expected = {"raw": math.sqrt(d_k),
-                "scaled": math.sqrt(d_k) * a.scaled.scale / a.spec.temperature}
+                "scaled": math.sqrt(d_k) * a.scale / a.spec.temperature}
     rows = []
     for series in SERIES:
         s = acc[series]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -76,10 +77,31 @@ def _shape(shape) -> str:
 
 
 def _read_npy(name: str, data: bytes) -> np.ndarray:
+    """The array of a .npy file; its header is checked before any memory is set aside, so a
+    header announcing a huge array, pickled objects or more bytes than the file holds is
+    refused without loading."""
     if not data.startswith(b"\x93NUMPY"):                               # not a .npy at all
         is_pickle = data[:1] == b"\x80"                                  # pickle protocol 2+
         raise UploadError("model.upload_pickle" if is_pickle else "model.upload_bad_npy",
                           name=name)
+    buf = io.BytesIO(data)
+    try:
+        version = np.lib.format.read_magic(buf)
+        read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                       (2, 0): np.lib.format.read_array_header_2_0}[version]
+        shape, _, dtype = read_header(buf)
+    except (ValueError, KeyError, OSError, EOFError, SyntaxError, TypeError):
+        raise UploadError("model.upload_bad_npy", name=name) from None
+    if dtype.hasobject:
+        raise UploadError("model.upload_pickle", name=name)
+    if dtype.kind not in "biuf":
+        raise UploadError("model.upload_npy_dtype", name=name, dtype=str(dtype))
+    if len(shape) == 0:
+        raise UploadError("model.upload_scalar", name=name)
+    expected = math.prod(shape) * dtype.itemsize
+    if expected != len(data) - buf.tell():
+        raise UploadError("model.upload_npy_size", name=name, shape=_shape(shape),
+                          expected=expected, got=len(data) - buf.tell())
     try:
         values = np.load(io.BytesIO(data), allow_pickle=False)
     except ValueError as err:
@@ -88,27 +110,34 @@ def _read_npy(name: str, data: bytes) -> np.ndarray:
         raise UploadError("model.upload_bad_npy", name=name) from None
     except (OSError, EOFError):
         raise UploadError("model.upload_bad_npy", name=name) from None
-    if not isinstance(values, np.ndarray) or values.dtype.kind not in "biuf":
-        raise UploadError("model.upload_npy_dtype", name=name,
-                          dtype=str(getattr(values, "dtype", type(values).__name__)))
     return values.astype(np.float64)
 
 
 def _number(cell: str) -> float | None:
     try:
         value = float(cell)
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
     return value
 
 
 def _read_csv(name: str, data: bytes) -> tuple[np.ndarray, tuple[str, ...] | None]:
     """Rows of numbers; an optional all-text header; a first column "token" keeps tokens."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in data:    # UTF-16 and the like
+        raise UploadError("model.upload_encoding", name=name)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise UploadError("model.upload_encoding", name=name) from None
-    rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
+    rows = []
+    try:
+        for r in csv.reader(io.StringIO(text)):
+            if any(c.strip() for c in r):
+                rows.append(r)
+            if len(rows) > MAX_TOKENS + 1:        # a header and one row per token at most
+                raise UploadError("model.upload_csv_rows", name=name, tokens=MAX_TOKENS)
+    except csv.Error:                             # a cell over csv's field limit, and the like
+        raise UploadError("model.upload_bad_csv", name=name) from None
     if not rows:
         raise UploadError("model.upload_empty", name=name)
     header = rows[0]

@@ -14,7 +14,7 @@ import torch
 from bench.timing import print_table, row
 
 MODULES = ["core", "analysis", "apptest_rerun", "browser_heatmap", "cold_link", "pretrained",
-           "models", "experiment"]
+           "models", "experiment", "importance", "memory"]
 
 
 def main(names: list[str]) -> int:

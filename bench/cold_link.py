@@ -5,6 +5,14 @@ request; the time runs from navigation start until the script has finished, no w
 is left and every chart in the main area has drawn. The baseline is a bare Streamlit page
 (title + one small chart) measured the same way, each on its own fresh server, in the same run.
 
+The app is started as a user starts it, `python serve.py` (the server plus its warm-up
+thread), with a disk cache filled once by `python -m attention.experiment_cache` as the Docker
+build does; the bare page with plain `streamlit run`: it stands for what Streamlit itself costs
+a deployed app, and the warm-up is this app's work, so it is not given to the baseline.
+"Empty disk cache" is the Sharper page on a machine that has never trained its default seed.
+With --before, the same pages also on plain `streamlit run app.py` with an empty disk cache
+(no warm-up, nothing stored): the state before the launcher and the disk cache.
+
 Click to chart: on a warm page, the time from choosing another head in the Heatmap's head
 picker until the page's script has run again, is idle and every chart has drawn; at 16 and
 2,048 tokens, against the same click on a bare page with a selectbox and one chart.
@@ -14,10 +22,13 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from urllib.parse import urlencode
 
+from attention.diskcache import ENV as CACHE_ENV
 from attention.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
@@ -90,16 +101,20 @@ def _context(browser):
     return context
 
 
-def cold_paint(browser, script: str | None, path: str, n: int = 11,
+def cold_paint(browser, script: str | None, path: str | None, cache: str, n: int = 11,
                timeout: float = 600_000) -> float:
-    """ms from navigation start to a settled page, the link being a new server's first request."""
+    """ms from navigation start to a settled page, the link being a new server's first request.
+
+    script None: the app via serve.py; else `streamlit run script`. path None: the root page
+    (the bare script), else the app's page `path` with an n-token spec. cache: the disk cache."""
     from tests.conftest import Server
 
-    server = Server(script) if script else Server()
+    os.environ[CACHE_ENV] = cache
+    server = Server(script)
     context = _context(browser)
     try:
         page = context.new_page()
-        url = f"{server.url}/" if script else spec_url(server.url, path, n)
+        url = f"{server.url}/" if path is None else spec_url(server.url, path, n)
         page.goto(url)
         page.wait_for_function("() => window.__done !== undefined", timeout=timeout, polling=50)
         return page.evaluate("() => window.__done")
@@ -132,48 +147,77 @@ def clicks(browser, url: str, rounds: int) -> float:
         context.close()
 
 
-def run(rounds: int = 2, click_rounds: int = 6) -> list[dict]:
+EMPTY = "Is sharper better? (empty disk cache)"
+BEFORE = " (before: streamlit run app.py)"
+
+
+def _measurements(bare: str, before: bool) -> dict[str, tuple[str | None, str | None, bool]]:
+    """name -> (script, page path, empty disk cache) of each cold measurement."""
+    out = {"bare page": (bare, None, True)}
+    out.update({name: (None, path, False) for name, path in PAGES.items()})
+    out[EMPTY] = (None, PAGES["Is sharper better?"], True)
+    if before:
+        out.update({name + BEFORE: ("app.py", path, True) for name, path in PAGES.items()})
+    return out
+
+
+def _clicks(browser, bare: str, rounds: int) -> dict[str, float]:
+    from tests.conftest import Server
+
+    app, base = Server(), Server(bare)
+    try:
+        click = {"bare page": clicks(browser, f"{base.url}/", rounds)}
+        for n in (16, 2048):
+            click[f"heatmap n={n}"] = clicks(browser, spec_url(app.url, "Heatmap", n), rounds)
+        return click
+    finally:
+        app.stop()
+        base.stop()
+
+
+def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
+        clicks_too: bool = True) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
-    from tests.conftest import CHROMIUM_FLAGS, Server
+    from tests.conftest import CHROMIUM_FLAGS, ROOT
 
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
         raise RuntimeError("no chromium on PATH (apt-get install chromium)")
     load = os.getloadavg()
-    cold: dict[str, list[float]] = {name: [] for name in ["bare page", *PAGES]}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         bare = Path(tmp) / "bare_page.py"
         bare.write_text(BARE)
+        filled = str(Path(tmp) / "cache")
+        subprocess.run([sys.executable, "-m", "attention.experiment_cache"], check=True,
+                       cwd=ROOT, env={**os.environ, CACHE_ENV: filled}, capture_output=True)
+        plan = _measurements(str(bare), before)
+        cold: dict[str, list[float]] = {name: [] for name in plan}
         browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
         names = list(cold)
         for r in range(rounds):
             for name in names if r % 2 == 0 else reversed(names):
-                script = str(bare) if name == "bare page" else None
-                cold[name].append(cold_paint(browser, script, PAGES.get(name, "")))
-        app, base = Server(), Server(str(bare))
-        try:
-            click = {"bare page": clicks(browser, f"{base.url}/", click_rounds)}
-            for n in (16, 2048):
-                click[f"heatmap n={n}"] = clicks(browser, spec_url(app.url, "Heatmap", n),
-                                                 click_rounds)
-        finally:
-            app.stop()
-            base.stop()
-            browser.close()
+                script, path, empty = plan[name]
+                cache = tempfile.mkdtemp(dir=tmp) if empty else filled
+                cold[name].append(cold_paint(browser, script, path, cache))
+                print(f"round {r}: {name}: {cold[name][-1]:.0f} ms, load {os.getloadavg()[0]:.1f}",
+                      file=sys.stderr, flush=True)
+        os.environ[CACHE_ENV] = filled
+        click = _clicks(browser, str(bare), click_rounds) if clicks_too else {}
+        browser.close()
     paint = {name: statistics.median(ts) for name, ts in cold.items()}
     rows = [row(f"cold first paint: {name}", "bare page on a cold server",
                 paint[name] / paint["bare page"], 2.0,
                 f"{paint[name]:.0f} ms vs {paint['bare page']:.0f} ms")
-            for name in PAGES]
+            for name in paint if name != "bare page"]
     rows += [row(f"head change, click to chart: {name}", "same click on a bare page",
                  click[name] / click["bare page"], 2.0,
                  f"{click[name]:.0f} ms vs {click['bare page']:.0f} ms")
-             for name in ("heatmap n=16", "heatmap n=2048")]
+             for name in click if name != "bare page"]
     rows.append(row("load average (context)", "-", 0.0, 1.0,
                     f"{load[0]:.1f} -> {os.getloadavg()[0]:.1f}"))
     return rows
 
 
 if __name__ == "__main__":
-    print_table(run())
+    print_table(run(before="--before" in sys.argv, clicks_too="--no-clicks" not in sys.argv))

@@ -15,12 +15,13 @@ PAGE_FILES = ["app.py", "pages/1_Heatmap.py", "pages/2_Score_analysis.py",
               "pages/3_Model_heads.py", "pages/4_Is_sharper_better.py"]
 
 
-def open_page(path: str, spec: AttentionSpec | None = None, **params: str) -> AppTest:
+def open_page(path: str, spec: AttentionSpec | None = None, *, timeout: float = 60,
+              **params: str) -> AppTest:
     """A fresh session opened on `path` with the spec and params in its URL.
 
     Entered through app.py and switched to `path`, as a browser does: a page under pages/
     run as the entry script cannot resolve the sidebar's page links."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     if path != "app.py":
         at.switch_page(path)
     for key, value in {**(spec.to_query() if spec is not None else {}), **params}.items():

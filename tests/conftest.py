@@ -21,6 +21,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update",
                   "--disable-sync", "--disable-dev-shm-usage"]
+# ms a browser test waits for a condition on the page: generous, a loaded 2-core box draws slowly.
+UI_TIMEOUT = 120_000
 
 
 @pytest.fixture(autouse=True)
@@ -40,20 +42,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _hermetic_disk_cache(tmp_path_factory):
+    """Results the app keeps on disk go to this session's temporary directory, never the
+    user's home: the first visit computes as on a fresh machine. Servers inherit it."""
+    from attention.diskcache import ENV
+
+    os.environ[ENV] = str(tmp_path_factory.mktemp("attention-explorer-cache"))
+
+
 class Server:
-    """`streamlit run app.py` on a free loopback port, stopped when the test ends.
+    """The dashboard as a user starts it (`python serve.py`: the app plus its warm-up thread)
+    on a free loopback port, stopped when the test ends.
 
-    `script` (a path relative to the repository, or absolute) runs another script with the
-    repository's working directory and .streamlit/config.toml (benchmarks use it for baselines)."""
+    `script` (a path relative to the repository, or absolute) runs another script with plain
+    `streamlit run`, the repository's working directory and .streamlit/config.toml (benchmarks
+    use it for baselines); `cwd` runs another checkout of the app (bench/memory.py can measure
+    an older commit that way)."""
 
-    def __init__(self, script: str = "app.py") -> None:
+    def __init__(self, script: str | None = None, cwd: Path | str = ROOT) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+        start = ["serve.py"] if script is None else ["-m", "streamlit", "run", str(script)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+            [sys.executable, *start, "--server.headless", "true",
              "--server.port", str(self.port), "--server.address", "127.0.0.1"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.healthy():
@@ -127,3 +142,20 @@ def wait_for_app(page, timeout: float = 180_000) -> None:
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]',
                            timeout=timeout)
     page.wait_for_timeout(200)
+
+
+def eventually(page, check, timeout: float = UI_TIMEOUT):
+    """Call `check()` (which asserts on, or returns True/False for, what the page shows now)
+    until it passes, re-reading the page every 250 ms; after `timeout` ms its last
+    AssertionError is raised. For conditions Playwright's `expect` cannot state exactly
+    (lists of labels, numbers within a tolerance)."""
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        try:
+            if check() is False:
+                raise AssertionError(f"still false after waiting: {check.__doc__ or check}")
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            page.wait_for_timeout(250)

@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 
 from attention.spec import AttentionSpec
 from attention.tokens import tokens_to_text
-from tests.conftest import wait_for_app
+from tests.conftest import UI_TIMEOUT, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -19,11 +19,16 @@ SPEC = AttentionSpec(tokens=("we", "shared", "<b>this</b>", "link", "we"), d_k=3
 def expect_tokens(page, tokens) -> None:
     """The sidebar's token box shows exactly these tokens (retried while the page settles)."""
     box = page.locator('[data-testid="stSidebar"] textarea').first
-    expect(box).to_have_value(tokens_to_text(tokens), timeout=30_000)
+    expect(box).to_have_value(tokens_to_text(tokens), timeout=UI_TIMEOUT)
 
 
-def heading(page) -> str:
-    return page.locator("h1").first.inner_text().strip()
+def expect_heading(page, text: str) -> None:
+    expect(page.locator("h1").first).to_have_text(text, timeout=UI_TIMEOUT)
+
+
+def expect_spec_in_url(page, spec: AttentionSpec) -> None:
+    page.wait_for_url(lambda url: AttentionSpec.from_query(dict(_query(url))) == spec,
+                      timeout=UI_TIMEOUT)
 
 
 def test_typing_then_switching_pages_keeps_the_input(server, page):
@@ -34,14 +39,15 @@ def test_typing_then_switching_pages_keeps_the_input(server, page):
     box.press("Control+Enter")
     page.wait_for_url("**tokens=alpha+beta+gamma+alpha**")
     wait_for_app(page)
-    values = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
-    assert values[:2] == ["4", "3"]                                  # tokens, distinct tokens
+    values = page.locator('[data-testid="stMetricValue"]')
+    expect(values.nth(0)).to_have_text("4", timeout=UI_TIMEOUT)      # tokens
+    expect(values.nth(1)).to_have_text("3", timeout=UI_TIMEOUT)      # distinct tokens
     page.locator('[data-testid="stSidebar"] a', has_text="Heatmap").click()
     page.wait_for_url("**/Heatmap?**")
     wait_for_app(page)
-    assert heading(page) == "Heatmap"
+    expect_heading(page, "Heatmap")
     expect_tokens(page, ("alpha", "beta", "gamma", "alpha"))
-    assert "tokens=alpha+beta+gamma+alpha" in page.url
+    page.wait_for_url("**tokens=alpha+beta+gamma+alpha**", timeout=UI_TIMEOUT)
     page.locator('[data-testid="stSidebar"] a', has_text="Input").click()
     wait_for_app(page)
     expect_tokens(page, ("alpha", "beta", "gamma", "alpha"))
@@ -51,29 +57,31 @@ def test_typing_then_switching_pages_keeps_the_input(server, page):
 def test_deep_link_on_a_fresh_server_reproduces_the_view(fresh_server, page, path):
     page.goto(f"{fresh_server.url}/{path}?{urlencode(SPEC.to_query())}")
     wait_for_app(page)
-    assert heading(page) == PAGES[path]
+    expect_heading(page, PAGES[path])
     expect_tokens(page, SPEC.tokens)
-    assert page.locator('[data-testid="stException"]').count() == 0
-    heads = page.locator('[data-testid="stSidebar"] input[type="number"]').nth(2).input_value()
-    assert heads == "3"
+    heads = page.locator('[data-testid="stSidebar"] input[type="number"]').nth(2)
+    expect(heads).to_have_value("3", timeout=UI_TIMEOUT)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
     # The tag stays text: nothing in the page became a <b> element from user input.
-    assert page.locator('[data-testid="stSidebar"] b', has_text="this").count() == 0
+    expect(page.locator('[data-testid="stSidebar"] b', has_text="this")).to_have_count(0)
 
 
 def test_share_link_reopens_the_same_view_in_a_new_browser(server, chromium, page):
     page.goto(f"{server.url}/Heatmap?{urlencode(SPEC.to_query())}")
     wait_for_app(page)
     page.get_by_role("button", name="Share this view").click()
-    link = page.locator('[data-testid="stCode"]').last.inner_text().strip()
+    code = page.locator('[data-testid="stCode"]').last
+    expect(code).to_contain_text(f"{server.url}/Heatmap?", timeout=UI_TIMEOUT)
+    link = code.inner_text().strip()
     assert link.startswith(f"{server.url}/Heatmap?")
     other = chromium.new_context()
     try:
         viewer = other.new_page()
         viewer.goto(link)
         wait_for_app(viewer)
-        assert heading(viewer) == "Heatmap"
+        expect_heading(viewer, "Heatmap")
         expect_tokens(viewer, SPEC.tokens)
-        assert AttentionSpec.from_query(dict(_query(viewer.url))) == SPEC
+        expect_spec_in_url(viewer, SPEC)
     finally:
         other.close()
 

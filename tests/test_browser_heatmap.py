@@ -4,18 +4,21 @@ import re
 from urllib.parse import urlencode
 
 import pytest
+from playwright.sync_api import expect
 
 from attention.analysis import analyze
 from attention.spec import AttentionSpec
-from tests.conftest import wait_for_app
+from tests.conftest import UI_TIMEOUT, eventually, wait_for_app
 
 pytestmark = pytest.mark.browser
 
 SPEC = AttentionSpec(tokens=("zebra", "quokka", "zebra", "narwhal", "okapi"), heads=2, seed=3)
 CHARTS = '[data-testid="stMain"] [data-testid="stVegaLiteChart"]'
 
-# True once the canvas has at least one painted pixel (Vega draws the whole scene in one pass).
+# True once the canvas exists and has at least one painted pixel (Vega draws the whole scene
+# in one pass); false, not an error, while the page is still drawing.
 PAINTED = """(canvas) => {
+  if (!canvas) return false;
   const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
   for (let i = 3; i < d.length; i += 4) if (d[i]) return true;
   return false;
@@ -25,22 +28,27 @@ PAINTED = """(canvas) => {
 def test_deep_link_on_a_fresh_server_draws_the_heatmap_with_url_tokens(fresh_server, page):
     page.goto(f"{fresh_server.url}/Heatmap?{urlencode({**SPEC.to_query(), 'hm_head': '1'})}")
     wait_for_app(page)
-    assert page.locator('[data-testid="stException"]').count() == 0
     chart = page.locator(CHARTS).first
     cells = chart.locator("svg .mark-rect.role-mark path")
-    cells.first.wait_for(timeout=30_000)
-    assert cells.count() == 3 * 25                                        # 3 panels x 5 x 5
-    labels = chart.locator("svg .role-axis-label text").all_text_contents()
-    # Each panel's key axis, and the first panel's query axis, read the URL's tokens in order:
-    # both "zebra"s keep their own column and row.
-    assert labels.count("zebra") == 2 * 4 and labels.count("okapi") == 4
-    assert labels[:5] == list(SPEC.tokens)
-    assert page.get_by_role("combobox", name="Head").input_value() == "Head 1"
+    expect(cells).to_have_count(3 * 25, timeout=UI_TIMEOUT)              # 3 panels x 5 x 5
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    labels = chart.locator("svg .role-axis-label text")
+
+    def labels_are_the_url_tokens():
+        # Each panel's key axis, and the first panel's query axis, read the URL's tokens in
+        # order: both "zebra"s keep their own column and row.
+        texts = labels.all_text_contents()
+        assert texts.count("zebra") == 2 * 4 and texts.count("okapi") == 4, texts
+        assert texts[:5] == list(SPEC.tokens), texts
+
+    eventually(page, labels_are_the_url_tokens)
+    expect(page.get_by_role("combobox", name="Head")).to_have_value("Head 1", timeout=UI_TIMEOUT)
     # The numbers printed in the scaled panel, row by row, are head 1's weights (hm_head=1).
     weights = analyze(SPEC).scaled.weights[1].flatten()                  # (25,) query-major
-    printed = chart.locator("svg .mark-text.role-mark text").all_text_contents()
-    assert len(printed) == 3 * 25
-    assert [float(x) for x in printed[:25]] == pytest.approx(weights.tolist(), abs=0.005)
+    printed = chart.locator("svg .mark-text.role-mark text")
+    expect(printed).to_have_count(3 * 25, timeout=UI_TIMEOUT)
+    eventually(page, lambda: [float(x) for x in printed.all_text_contents()[:25]]
+               == pytest.approx(weights.tolist(), abs=0.005))
 
 
 def test_long_input_draws_an_overview_image_on_a_canvas(server, page):
@@ -48,27 +56,28 @@ def test_long_input_draws_an_overview_image_on_a_canvas(server, page):
     page.goto(f"{server.url}/Heatmap?{urlencode(spec.to_query())}")
     wait_for_app(page)
     notice = page.locator('[data-testid="stAlertContentInfo"]').first
-    assert "300 tokens" in notice.inner_text() and "150 × 150 blocks" in notice.inner_text()
+    expect(notice).to_contain_text("300 tokens", timeout=UI_TIMEOUT)
+    expect(notice).to_contain_text("150 × 150 blocks", timeout=UI_TIMEOUT)
     overview, zoom = page.locator(CHARTS).nth(0), page.locator(CHARTS).nth(1)
     canvas = overview.locator("canvas").first
-    canvas.wait_for(timeout=30_000)
+    canvas.wait_for(timeout=UI_TIMEOUT)
     page.wait_for_function(f"() => ({PAINTED})(document.querySelectorAll('{CHARTS}')[0]"
-                           ".querySelector('canvas'))", timeout=30_000)
+                           "?.querySelector('canvas'))", timeout=UI_TIMEOUT)
     # The overview is three images of 150 x 150 blocks: hundreds of distinct colours (axes,
     # titles and legends alone draw a few dozen), so the images really were drawn.
-    colours = page.evaluate(f"""() => {{
-      const c = document.querySelectorAll('{CHARTS}')[0].querySelector('canvas');
+    page.wait_for_function(f"""() => {{
+      const c = document.querySelectorAll('{CHARTS}')[0]?.querySelector('canvas');
+      if (!c) return false;
       const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
       const seen = new Set();
       for (let i = 0; i < d.length; i += 4) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
-      return seen.size;
-    }}""")
-    assert colours > 300
+      return seen.size > 300;
+    }}""", timeout=UI_TIMEOUT)
     # The zoom window below is drawn cell by cell, also on a canvas (its labels are checked
     # in tests/test_page_heatmap.py from the chart's spec).
     page.wait_for_function(f"() => ({PAINTED})(document.querySelectorAll('{CHARTS}')[1]"
-                           ".querySelector('canvas'))", timeout=30_000)
-    assert zoom.locator("canvas").count() == 1
+                           "?.querySelector('canvas'))", timeout=UI_TIMEOUT)
+    expect(zoom.locator("canvas")).to_have_count(1, timeout=UI_TIMEOUT)
 
 
 # The bounding box (CSS pixels) of the first run of columns holding blue pixels, and of its
@@ -98,8 +107,8 @@ def test_dragging_a_box_on_the_overview_moves_the_zoom_window_there(server, page
     spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(n)), heads=1)
     page.goto(f"{server.url}/Heatmap?{urlencode(spec.to_query())}")
     wait_for_app(page)
-    canvas = f"document.querySelectorAll('{CHARTS}')[0].querySelector('canvas')"
-    page.wait_for_function(f"() => {canvas} && ({PAINTED})({canvas})", timeout=30_000)
+    canvas = f"document.querySelectorAll('{CHARTS}')[0]?.querySelector('canvas')"
+    page.wait_for_function(f"() => ({PAINTED})({canvas})", timeout=UI_TIMEOUT)
     box = page.evaluate(f"() => ({PANEL_BOX})({canvas})")
     assert box["width"] == pytest.approx(250, abs=3) and box["height"] == pytest.approx(250, abs=3), box
 
@@ -112,9 +121,13 @@ def test_dragging_a_box_on_the_overview_moves_the_zoom_window_there(server, page
     page.mouse.move(*at(640, 440), steps=8)
     page.mouse.up()
     title = page.get_by_role("heading", name="Zoom")
-    page.wait_for_function("() => /queries 5\\d\\d/.test(document.body.innerText)", timeout=60_000)
+    page.wait_for_function("() => /queries 5\\d\\d/.test(document.body.innerText)",
+                           timeout=UI_TIMEOUT)
+    expect(title).to_have_text(re.compile(r"queries 5\d\d"), timeout=UI_TIMEOUT)
     q0, q1, k0, k1 = map(int, re.findall(r"\d+", title.inner_text()))
     assert q1 - q0 + 1 == k1 - k0 + 1 == 48                       # the window that holds the box
     assert abs(q0 - 596) <= 8 and abs(k0 - 396) <= 8              # centred on it (4 tokens a px)
-    assert page.get_by_role("spinbutton", name="First query position").input_value() == str(q0)
-    assert f"hm_q={q0}" in page.url and f"hm_k={k0}" in page.url and "hm_win=48" in page.url
+    expect(page.get_by_role("spinbutton", name="First query position")) \
+        .to_have_value(str(q0), timeout=UI_TIMEOUT)
+    for param in (f"hm_q={q0}", f"hm_k={k0}", "hm_win=48"):
+        page.wait_for_url(lambda url, p=param: p in url, timeout=UI_TIMEOUT)

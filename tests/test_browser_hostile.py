@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from attention.charts.heatmap import LABEL_CHARS
 from attention.spec import AttentionSpec
 from attention.tokens import tokens_to_text
-from tests.conftest import Server, wait_for_app
+from tests.conftest import UI_TIMEOUT, Server, eventually, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -82,38 +82,45 @@ def guarded(chromium):
 
 
 def assert_inert(page) -> None:
+    """Called once the page has drawn what it checks: nothing became markup or ran."""
     assert page.evaluate(INJECTED) == INERT
     assert page.dialogs == []
-    assert page.locator('[data-testid="stException"]').count() == 0
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
 
 def assert_view(page, heading: str, spec: AttentionSpec) -> None:
     """The page reproduces the spec: heading, sidebar tokens and numbers, the URL."""
-    assert page.locator("h1").first.inner_text().strip() == heading
+    expect(page.locator("h1").first).to_have_text(heading, timeout=UI_TIMEOUT)
     box = page.locator('[data-testid="stSidebar"] textarea').first
-    expect(box).to_have_value(tokens_to_text(spec.tokens), timeout=30_000)
-    numbers = page.locator(SIDEBAR_NUMBERS).evaluate_all("els => els.map(e => e.value)")
-    assert numbers[:4] == [str(spec.d_model), str(spec.d_k), str(spec.heads), str(spec.seed)]
-    assert AttentionSpec.from_query(dict(parse_qsl(urlsplit(page.url).query))) == spec
+    expect(box).to_have_value(tokens_to_text(spec.tokens), timeout=UI_TIMEOUT)
+    # The number inputs are drawn after the token box (skeletons first): wait for each value.
+    numbers = page.locator(SIDEBAR_NUMBERS)
+    for i, value in enumerate((spec.d_model, spec.d_k, spec.heads, spec.seed)):
+        expect(numbers.nth(i)).to_have_value(str(value), timeout=UI_TIMEOUT)
+    page.wait_for_url(lambda url: AttentionSpec.from_query(dict(parse_qsl(urlsplit(url).query)))
+                      == spec, timeout=UI_TIMEOUT)
 
 
-def tooltip_of(page, mark) -> tuple[str, str]:
-    """(text, html) of the Vega tooltip over a mark (hovered off-centre: cells print numbers)."""
+def tooltip_of(page, mark, shows: str) -> tuple[str, str]:
+    """(text, html) of the Vega tooltip over a mark (hovered off-centre: cells print numbers),
+    once it shows `shows` (a previous mark's tooltip may still be up)."""
     mark.scroll_into_view_if_needed()
     mark.hover(position={"x": 2, "y": 2}, force=True)
     tip = page.locator("#vg-tooltip-element")
-    expect(tip).to_be_visible(timeout=10_000)
+    expect(tip).to_be_visible(timeout=UI_TIMEOUT)
+    expect(tip).to_contain_text(shows, timeout=UI_TIMEOUT)
     return tip.inner_text(), tip.inner_html()
 
 
 def check_heatmap(page) -> None:
     chart = page.locator(CHARTS).first
     cells = chart.locator("svg .mark-rect.role-mark path")            # query-major, 3 panels
-    expect(cells).to_have_count(3 * SPEC.n * SPEC.n, timeout=30_000)
-    labels = chart.locator("svg .role-axis-label text").all_text_contents()
-    assert labels[:SPEC.n] == [clip(tok) for tok in HOSTILE]          # query axis, in order
+    expect(cells).to_have_count(3 * SPEC.n * SPEC.n, timeout=UI_TIMEOUT)
+    labels = chart.locator("svg .role-axis-label text")
+    eventually(page, lambda: labels.all_text_contents()[:SPEC.n]      # query axis, in order
+               == [clip(tok) for tok in HOSTILE])
     for pos, token in ((1, LINK), (0, IMG)):                           # diagonal cells
-        text, html = tooltip_of(page, cells.nth(pos * SPEC.n + pos))
+        text, html = tooltip_of(page, cells.nth(pos * SPEC.n + pos), token)
         assert text.count(token) == 2                                  # query and key token
     assert "<img" not in html and "&lt;img" in html                   # escaped, not a tag
 
@@ -122,15 +129,19 @@ def check_scores(page) -> None:
     rows = page.locator(CHARTS).nth(1)                                 # row metrics per query
     rows.scroll_into_view_if_needed()
     labels = rows.locator("svg .role-axis-label text")
-    expect(labels.first).to_be_attached(timeout=30_000)
-    texts = labels.all_text_contents()
-    for pos, token in enumerate(HOSTILE):
-        shown = f"{token} ·{pos}"
-        # Vega truncates long labels with an ellipsis; the start is the literal token.
-        assert any(t == shown or (t.endswith("…") and shown.startswith(t[:-1])) for t in texts), \
-            (shown, texts[:12])
+    expect(labels.first).to_be_attached(timeout=UI_TIMEOUT)
+
+    def every_token_labelled():
+        texts = labels.all_text_contents()
+        for pos, token in enumerate(HOSTILE):
+            shown = f"{token} ·{pos}"
+            # Vega truncates long labels with an ellipsis; the start is the literal token.
+            assert any(t == shown or (t.endswith("…") and shown.startswith(t[:-1]))
+                       for t in texts), (shown, texts[:12])
+
+    eventually(page, every_token_labelled)
     point = rows.locator("svg .mark-symbol.role-mark path").first
-    text, html = tooltip_of(page, point)
+    text, html = tooltip_of(page, point, IMG)
     assert IMG in text and "<img" not in html
 
 
@@ -140,11 +151,9 @@ def check_model(page) -> None:
     ids = pretrained.load().tokenizer(" ".join(HOSTILE))["input_ids"]
     pieces = pretrained.load().tokenizer.convert_ids_to_tokens(ids)
     code = page.locator('[data-testid="stMain"] [data-testid="stCode"]').first
-    assert code.inner_text().strip() == " ".join(pieces)               # the pieces, as text
-    charts = page.locator(CHARTS)
-    labels = [t for i in range(charts.count())
-              for t in charts.nth(i).locator("svg .role-axis-label text").all_text_contents()]
-    assert f"{pieces[1]} ·1" in labels
+    eventually(page, lambda: code.inner_text().strip() == " ".join(pieces))  # pieces, as text
+    labels = page.locator(f"{CHARTS} svg .role-axis-label text")      # every chart's labels
+    eventually(page, lambda: f"{pieces[1]} ·1" in labels.all_text_contents())
 
 
 def check_sharper(page) -> None:
@@ -154,8 +163,9 @@ def check_sharper(page) -> None:
 
 
 def check_input(page) -> None:
-    values = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
-    assert values[:2] == [str(SPEC.n), str(len(set(HOSTILE)))]
+    values = page.locator('[data-testid="stMetricValue"]')
+    expect(values.nth(0)).to_have_text(str(SPEC.n), timeout=UI_TIMEOUT)
+    expect(values.nth(1)).to_have_text(str(len(set(HOSTILE))), timeout=UI_TIMEOUT)
 
 
 CHECKS = {"Heatmap": check_heatmap, "Score_analysis": check_scores, "Model_heads": check_model,
@@ -181,8 +191,9 @@ def test_typed_hostile_tokens_stay_text(server, guarded):
     box.press("Control+Enter")
     wait_for_app(guarded)
     expect(guarded.locator(CHARTS).first.locator("svg .role-axis-label text").first) \
-        .to_have_text(clip(IMG), timeout=30_000)
+        .to_have_text(clip(IMG), timeout=UI_TIMEOUT)
     check_heatmap(guarded)
-    assert AttentionSpec.from_query(dict(parse_qsl(urlsplit(guarded.url).query))).tokens \
-        == HOSTILE
+    guarded.wait_for_url(
+        lambda url: AttentionSpec.from_query(dict(parse_qsl(urlsplit(url).query))).tokens
+        == HOSTILE, timeout=UI_TIMEOUT)
     assert_inert(guarded)

@@ -27,23 +27,30 @@ def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
     page.goto(f"{fresh_server.url}/Model_heads?{urlencode(SPEC.to_query())}&mlayer=1&mhead=3")
     page.wait_for_selector('[data-testid="stDataFrame"]', timeout=LOAD)
     settle(page)
-    assert page.locator("h1").first.inner_text().strip() == "Model heads"
-    assert page.locator('[data-testid="stException"]').count() == 0
-    expect(page.locator("h3", has_text="Layer 1, head 3:")).to_be_visible()
+    expect(page.locator("h1").first).to_have_text("Model heads", timeout=LOAD)
+    expect(page.locator("h3", has_text="Layer 1, head 3:")).to_be_visible(timeout=LOAD)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
     # the grid: the first chart, painted on a canvas of the size the builder asked for
     grid = page.locator('[data-testid="stVegaLiteChart"]').first.locator("canvas").first
     expect(grid).to_be_visible(timeout=LOAD)
+    page.wait_for_function("""() => {
+        const c = document.querySelector('[data-testid="stVegaLiteChart"] canvas');
+        const r = c && c.getBoundingClientRect();
+        return r && r.width > 600 && r.height > 300;
+    }""", timeout=LOAD)
     box = grid.bounding_box()
-    assert box["width"] > 600 and box["height"] > 300
     # the per-head table: 72 rows (the grid reports its row count to assistive tech)
     table = page.locator('[data-testid="stDataFrame"]').first
-    expect(table).to_be_visible()
-    assert table.locator('[role="grid"]').get_attribute("aria-rowcount") == "73"  # + header
+    expect(table).to_be_visible(timeout=LOAD)
+    expect(table.locator('[role="grid"]')).to_have_attribute("aria-rowcount", "73",  # + header
+                                                             timeout=LOAD)
     # hover a head, read its tooltip, click it: the pickers and the URL follow
     x, y = box["x"] + box["width"] * 0.7, box["y"] + box["height"] * 0.6
     page.mouse.move(x, y)
     tip = page.locator("#vg-tooltip-element")
-    expect(tip).to_be_visible()
+    expect(tip).to_be_visible(timeout=LOAD)
+    # (matched against textContent, which has no spaces between the tooltip's cells)
+    expect(tip).to_contain_text(re.compile(r"Layer\s*\d+[\s\S]*Head\s*\d+"), timeout=LOAD)
     text = tip.inner_text()
     layer = int(re.search(r"Layer\s+(\d+)", text).group(1))
     head = int(re.search(r"Head\s+(\d+)", text).group(1))
@@ -51,9 +58,10 @@ def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
     page.mouse.click(x, y)
     expect(page.locator("h3", has_text=f"Layer {layer}, head {head}:")).to_be_visible(timeout=LOAD)
     settle(page)
-    query = parse_qs(urlparse(page.url).query)
-    assert query["mlayer"] == [str(layer)] and query["mhead"] == [str(head)]
-    assert page.locator('[data-testid="stException"]').count() == 0
+    page.wait_for_url(lambda url: (parse_qs(urlparse(url).query).get("mlayer"),
+                                   parse_qs(urlparse(url).query).get("mhead"))
+                      == ([str(layer)], [str(head)]), timeout=LOAD)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
 
 def test_a_link_with_your_own_model_and_interventions_reopens_the_view(fresh_server, page,
@@ -74,7 +82,8 @@ def test_a_link_with_your_own_model_and_interventions_reopens_the_view(fresh_ser
     assert page.locator('[data-testid="stAlertContentError"]').count() == 0
     expect(page.locator("h3", has_text="All 8 heads")).to_be_visible()
     expect(page.locator("h3", has_text="Layer 1, head 2:")).to_be_visible()
-    box = page.locator('[data-testid="stSidebar"]').get_by_label("Folder path or Hugging Face id", exact=True).and_(page.get_by_test_id("stTextInputField"))
+    box = page.locator('[data-testid="stSidebar"]').get_by_label(
+        "Folder path or Hugging Face id", exact=True).and_(page.get_by_test_id("stTextInputField"))
     expect(box).to_have_value(str(folder))
     expect(page.locator('[data-testid="stMetricLabel"]', has_text="KL divergence")).to_be_visible()
     page.wait_for_function(

@@ -1,8 +1,9 @@
 """The "Is sharper better?" page in Chromium: a deep link on a freshly started server trains
 the heads, then draws every chart (real SVG/canvas marks, not empty frames)."""
 import pytest
+from playwright.sync_api import expect
 
-from tests.conftest import wait_for_app
+from tests.conftest import UI_TIMEOUT, eventually, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -15,11 +16,11 @@ def test_deep_link_on_a_fresh_server_draws_the_experiment(fresh_server, page):
     page.wait_for_function(
         """() => document.querySelectorAll('[data-testid="stVegaLiteChart"]').length === 5""",
         timeout=TRAINING_TIMEOUT)
-    assert page.locator("h1").first.inner_text().strip() == "Is sharper better?"
-    assert page.locator('[data-testid="stException"]').count() == 0
+    expect(page.locator("h1").first).to_have_text("Is sharper better?", timeout=UI_TIMEOUT)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
     seed = page.locator('[data-testid="stMain"] [data-testid="stNumberInput"] input').first
-    assert seed.input_value() == "0"
-    assert "train_seed=0" in page.url
+    expect(seed).to_have_value("0", timeout=UI_TIMEOUT)
+    page.wait_for_url("**train_seed=0**", timeout=UI_TIMEOUT)
     # every chart has drawn marks: points/bars as SVG paths or a non-empty canvas
     page.wait_for_function(
         """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].every(c => {
@@ -27,9 +28,10 @@ def test_deep_link_on_a_fresh_server_draws_the_experiment(fresh_server, page):
                                                 + ' g.mark-line path, g.role-mark path');
                const canvas = c.querySelector('canvas');
                return marks.length > 0 || (canvas && canvas.width > 0 && canvas.height > 0);
-           })""", timeout=60_000)
+           })""", timeout=UI_TIMEOUT)
     # the conclusions are written from numbers, and the progress bars are gone
-    conclusions = page.locator('[data-testid="stAlertContentInfo"]').all_inner_texts()
-    assert len(conclusions) == 5
-    assert "Accuracy peaks at m = " in conclusions[0] or "no clear peak" in conclusions[0]
-    assert page.locator('[data-testid="stProgress"]').count() == 0
+    conclusions = page.locator('[data-testid="stAlertContentInfo"]')
+    expect(conclusions).to_have_count(5, timeout=UI_TIMEOUT)
+    eventually(page, lambda: "Accuracy peaks at m = " in conclusions.first.inner_text()
+               or "no clear peak" in conclusions.first.inner_text())
+    expect(page.locator('[data-testid="stProgress"]')).to_have_count(0, timeout=UI_TIMEOUT)

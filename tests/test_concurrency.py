@@ -74,9 +74,12 @@ async def one_session(browser, base: str, i: int, start: asyncio.Event) -> dict:
         await start.wait()                               # every session opens at once
         await page.goto(f"{base}/?{urlencode(spec.to_query())}")
         await settle(page)
+        # Wait for this session's own values (a leak times out here, and the values read
+        # below are then checked again); never read a page that is still drawing.
         metrics = page.locator('[data-testid="stMetricValue"]')
-        await expect(metrics).to_have_count(4, timeout=TIMEOUT)
+        await expect(metrics).to_have_text(expected_metrics(spec), timeout=TIMEOUT)
         box = page.locator('[data-testid="stSidebar"] textarea').first
+        await expect(box).to_have_value(tokens_to_text(spec.tokens), timeout=TIMEOUT)
         seen = {"metrics": await metrics.all_inner_texts(), "box": await box.input_value(),
                 "url": dict(parse_qsl(urlsplit(page.url).query))}
         await page.locator('[data-testid="stSidebar"] a', has_text="Heatmap").click()
@@ -86,10 +89,16 @@ async def one_session(browser, base: str, i: int, start: asyncio.Event) -> dict:
         cells = chart.locator(CELLS)
         await expect(cells).to_have_count(3 * spec.n * spec.n - 3 * _masked(spec),
                                           timeout=TIMEOUT)
-        seen["labels"] = (await chart.locator("svg .role-axis-label text").all_text_contents())
+        labels = chart.locator("svg .role-axis-label text")
+        for j, token in enumerate(spec.tokens):                      # the query axis
+            await expect(labels.nth(j)).to_have_text(token, timeout=TIMEOUT)
+        first_panel = spec.n * spec.n - _masked(spec)                # numbers in panel one
+        await expect(chart.locator(NUMBERS).nth(first_panel - 1)).to_be_attached(timeout=TIMEOUT)
+        heatmap_box = page.locator('[data-testid="stSidebar"] textarea').first
+        await expect(heatmap_box).to_have_value(tokens_to_text(spec.tokens), timeout=TIMEOUT)
+        seen["labels"] = await labels.all_text_contents()
         seen["printed"] = await chart.locator(NUMBERS).all_text_contents()
-        seen["heatmap_box"] = await page.locator('[data-testid="stSidebar"] textarea').first \
-            .input_value()
+        seen["heatmap_box"] = await heatmap_box.input_value()
         return seen
     finally:
         await context.close()

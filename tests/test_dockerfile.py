@@ -15,8 +15,14 @@ def test_base_image_is_python_311_slim():
 
 
 def test_cpu_torch_pinned_as_in_requirements():
+    """The image installs requirements-cpu.txt (torch from the CPU index; its agreement with
+    requirements.txt is checked in tests/test_deploy.py) and no other torch."""
     runs = " ".join(arg for op, arg in instructions() if op == "RUN")
-    assert "torch==2.13.0" in runs and "/whl/cpu" in runs
+    assert "pip install -r requirements-cpu.txt" in runs and "torch" not in runs
+    assert ("COPY", "requirements-cpu.txt .") in instructions()
+    cpu = (ROOT / "requirements-cpu.txt").read_text().splitlines()
+    assert "torch==2.13.0+cpu" in cpu
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in cpu
     assert "torch==2.13.0" in (ROOT / "requirements.txt").read_text().splitlines()
 
 
@@ -29,7 +35,18 @@ def test_healthcheck_hits_streamlit_health_endpoint_on_8501():
     ops = dict(instructions())
     assert "/_stcore/health" in ops["HEALTHCHECK"] and "8501" in ops["HEALTHCHECK"]
     assert ops["EXPOSE"] == "8501"
-    assert "app.py" in ops["CMD"] and "8501" in ops["CMD"]
+    assert "serve.py" in ops["CMD"] and "8501" in ops["CMD"]
+
+
+def test_starts_warm_with_the_default_experiment_trained_at_build_time():
+    """Trained as the user the server runs as, into a cache directory that user owns."""
+    ops = instructions()
+    user = ops.index(("USER", "explorer"))
+    cache = [i for i, (op, arg) in enumerate(ops) if op == "ENV" and
+             arg.startswith("ATTENTION_EXPLORER_CACHE=/home/explorer/")]
+    train = [i for i, (op, arg) in enumerate(ops) if op == "RUN" and
+             "python -m attention.experiment_cache" in arg]
+    assert cache and train and user < cache[0] < train[0]
 
 
 def test_image_never_downloads_model_weights_at_run_time():

@@ -22,6 +22,12 @@ def tensor_at(t: torch.Tensor, frame) -> np.ndarray:
     return t.numpy()[frame["head"], frame["query_pos"], frame["key_pos"]]
 
 
+def assert_same(column, expected: np.ndarray) -> None:
+    """A frame's column equals the all-heads tensors to float rounding: cells() recomputes
+    only the window's query rows, whose matmul may round in another order (CPU-dependent)."""
+    np.testing.assert_allclose(column.to_numpy(), expected, rtol=1e-5, atol=1e-7)
+
+
 def test_every_cell_with_repeated_tokens_kept(a):
     frame = cells(a)
     assert list(frame.columns) == CELL_COLUMNS
@@ -38,9 +44,9 @@ def test_every_cell_with_repeated_tokens_kept(a):
 
 def test_values_are_the_analysis_tensors(a):
     frame = cells(a)
-    assert np.array_equal(frame["weight"].to_numpy(), tensor_at(a.scaled.weights, frame))
-    assert np.array_equal(frame["unscaled_weight"].to_numpy(), tensor_at(a.unscaled.weights, frame))
-    assert np.array_equal(frame["scaled_score"].to_numpy(), tensor_at(a.scaled.scores, frame))
+    assert_same(frame["weight"], tensor_at(a.scaled.weights, frame))
+    assert_same(frame["unscaled_weight"], tensor_at(a.unscaled.weights, frame))
+    assert_same(frame["scaled_score"], tensor_at(a.scaled.scores, frame))
     assert np.allclose(frame["raw_score"], tensor_at(a.raw_scores(), frame), atol=1e-5)
     assert np.allclose(frame["raw_score"], tensor_at(a.unscaled.scores, frame), atol=1e-5)
     assert np.allclose(frame["difference"], frame["weight"] - frame["unscaled_weight"])
@@ -54,7 +60,7 @@ def test_causal_drops_masked_cells():
     assert len(frame) == 2 * 21  # 6 * 7 / 2 allowed cells per head
     assert (frame["key_pos"] <= frame["query_pos"]).all()
     assert np.isfinite(frame.select_dtypes("number").to_numpy()).all()
-    assert np.array_equal(frame["weight"].to_numpy(), tensor_at(a.scaled.weights, frame))
+    assert_same(frame["weight"], tensor_at(a.scaled.weights, frame))
 
 
 def test_windows_and_head_choice(a):
@@ -63,7 +69,7 @@ def test_windows_and_head_choice(a):
     assert set(frame["head"]) == {0, 2} and list(frame["head"][:9]) == [2] * 9
     assert set(frame["query_pos"]) == {2, 3, 4} and set(frame["key_pos"]) == {3, 4, 5}
     assert list(frame["key_token"][:3]) == ["on", "the", "mat"]
-    assert np.array_equal(frame["weight"].to_numpy(), tensor_at(a.scaled.weights, frame))
+    assert_same(frame["weight"], tensor_at(a.scaled.weights, frame))
     assert np.allclose(frame["raw_score"], tensor_at(a.raw_scores(), frame), atol=1e-5)
     # a zoom window past the end is clipped
     assert set(cells(a, heads=[1], queries=range(4, 99))["query_pos"]) == {4, 5}

@@ -3,10 +3,11 @@ import shutil
 import subprocess
 
 import pytest
+from playwright.sync_api import expect
 
 from attention.i18n import LANGUAGES, translate
 from tests.apptest import PAGE_FILES, run_page
-from tests.conftest import wait_for_app
+from tests.conftest import UI_TIMEOUT, wait_for_app
 
 TITLES = {"app.py": "nav.input", "pages/1_Heatmap.py": "nav.heatmap",
           "pages/2_Score_analysis.py": "nav.scores", "pages/3_Model_heads.py": "nav.model",
@@ -41,7 +42,7 @@ def test_chinese_interface_renders_with_a_cjk_font(server, page):
     page.goto(f"{server.url}/?lang=zh")
     wait_for_app(page)
     heading = page.locator("h1").first
-    assert heading.inner_text().strip() == "输入"
+    expect(heading).to_have_text("输入", timeout=UI_TIMEOUT)
     # Draw two CJK characters and a noncharacter (U+10FFFD, never in any font: the box or
     # blank a missing glyph gets) and compare the pixels. Without a CJK font both characters
     # come out as the same missing-glyph box; with one, each has its own ink.

@@ -13,16 +13,10 @@ import torch
 
 from attention import models as M
 from attention.errors import UserError
-from tests.tiny_models import TINY, VOCAB, configs as _configs, save as _save
+from tests.tiny_models import (TINY, VOCAB, _configs, _output_projection,  # noqa: F401
+                                _save, tiny)
 
 TEXT = "the cat sat on the mat and the dog barked at it ."
-
-
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory):
-    """name -> folder of a tiny saved checkpoint, built once per session."""
-    root = tmp_path_factory.mktemp("tiny_models")
-    return {name: _save(cfg, root / name) for name, cfg in _configs().items()}
 
 
 @pytest.fixture(autouse=True)
@@ -49,16 +43,6 @@ def _eager_out(model, loaded, text=TEXT):
 
 def _attention_modules(model):
     return [m for m in model.modules() if hasattr(m, "scaling") and hasattr(m, "is_causal")]
-
-
-def _output_projection(model, layer: int):
-    """Independent of models.py: where each test architecture applies W_O."""
-    base = model.base_model
-    if hasattr(base, "encoder"):                                   # BERT
-        return base.encoder.layer[layer].attention.output.dense
-    if hasattr(base, "h"):                                         # GPT-2
-        return base.h[layer].attn.c_proj
-    return base.layers[layer].self_attn.o_proj                     # LLaMA, Qwen2
 
 
 ARCHS = ["bert", "bert_base", "gpt2", "llama", "qwen2"]

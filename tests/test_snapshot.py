@@ -42,18 +42,29 @@ def test_bad_files_are_refused_with_a_message(raw):
 
 
 def test_loading_a_snapshot_in_the_app_sets_the_sidebar():
-    """AppTest cannot upload a file, so this plays the upload callback's part: the sidebar
-    takes the snapshot's spec and the recomputation is checked against the file."""
+    """The file goes through the sidebar's uploader (its on_change callback loads it): the
+    sidebar takes the snapshot's spec and the recomputation is checked against the file."""
     at = run_page("app.py")
-    uploader = at.sidebar.get("file_uploader")
-    assert uploader, "the snapshot uploader is in the sidebar"
     raw = snapshot.dumps(analyze(SPEC))
-    at.session_state["snapshot_pending"] = ("check", json.loads(raw))
-    state_spec, _ = snapshot.load(raw)
+    at.sidebar.file_uploader(key="snapshot_file").set_value(
+        ("attention-snapshot.json", raw, "application/json"))
+    at.run()
+    assert not at.exception and not at.error
+    assert AttentionSpec.from_query(dict(at.query_params)) == SPEC
     for key, value in {"in_text": "the cat sat on the mat", "in_heads": 2, "in_d_k": 8,
                        "in_causal": True, "in_temperature": 0.7, "in_seed": 3}.items():
-        at.session_state[key] = value
-    at.run()
-    assert not at.exception
-    assert AttentionSpec.from_query(dict(at.query_params)) == state_spec
+        assert at.session_state[key] == value, key
     assert any("match" in s.value for s in at.sidebar.success)
+
+
+def test_an_edited_snapshot_loads_with_a_mismatch_warning():
+    """A number changed by hand passes load (it is a valid document) and compare shows it."""
+    data = json.loads(snapshot.dumps(analyze(SPEC)))
+    data["metrics"]["scaled"]["entropy"][0] += 0.5
+    at = run_page("app.py")
+    at.sidebar.file_uploader(key="snapshot_file").set_value(
+        ("edited.json", json.dumps(data).encode(), "application/json"))
+    at.run()
+    assert not at.exception and not at.error
+    assert AttentionSpec.from_query(dict(at.query_params)) == SPEC
+    assert any("0.5" in w.value for w in at.sidebar.warning)

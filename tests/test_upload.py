@@ -38,9 +38,12 @@ def test_qk_saved_from_a_toy_spec_give_the_same_matrices():
     tokens = upload.resolve_tokens(6, "", [q, k, v], SPEC.tokens)
     got = analyze_qkv(SPEC, tokens, q_t, k_t, v_t)
     assert got.tokens == SPEC.tokens
-    assert torch.equal(got.scaled.weights, ref.scaled.weights)
-    assert torch.equal(got.unscaled.weights, ref.unscaled.weights)
-    assert torch.equal(got.scaled.output, ref.scaled.output)
+    # The same Q, K, V (bit for bit, checked above) in new tensors: attention is recomputed, and
+    # a CPU's matmul kernels may round differently for other memory: equal within a few ulps.
+    same = dict(atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got.scaled.weights, ref.scaled.weights, **same)
+    torch.testing.assert_close(got.unscaled.weights, ref.unscaled.weights, **same)
+    torch.testing.assert_close(got.scaled.output, ref.scaled.output, **same)
 
 
 def test_one_head_as_csv_round_trips_with_its_tokens():

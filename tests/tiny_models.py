@@ -1,11 +1,11 @@
-"""Tiny random transformers checkpoints built offline from configs (no download): MiniLM's
-tokenizer files and seeded weights, saved as safetensors into a folder that load_model reads.
-Shared by tests/test_models.py and the page tests of your own model."""
+"""Tiny random transformers checkpoints built offline from configs (MiniLM's tokenizer),
+shared by the tests of attention.models and attention.importance."""
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
+import pytest
 import torch
 
 from attention import models as M
@@ -16,7 +16,7 @@ TINY = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention
             intermediate_size=64, max_position_embeddings=64)
 
 
-def configs():
+def _configs():
     from transformers import BertConfig, GPT2Config, LlamaConfig, Qwen2Config
 
     return {
@@ -29,7 +29,7 @@ def configs():
     }
 
 
-def save(config, folder: Path) -> Path:
+def _save(config, folder: Path) -> Path:
     """A random model of `config` (seeded) and MiniLM's tokenizer, as safetensors in `folder`."""
     from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
 
@@ -49,9 +49,27 @@ def save(config, folder: Path) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    """name -> folder of a tiny saved checkpoint, built once per session."""
+    root = tmp_path_factory.mktemp("tiny_models")
+    return {name: _save(cfg, root / name) for name, cfg in _configs().items()}
+
+
+def _output_projection(model, layer: int):
+    """Independent of models.py: where each test architecture applies W_O."""
+    base = model.base_model
+    if hasattr(base, "encoder"):                                   # BERT
+        return base.encoder.layer[layer].attention.output.dense
+    if hasattr(base, "h"):                                         # GPT-2
+        return base.h[layer].attn.c_proj
+    return base.layers[layer].self_attn.o_proj                     # LLaMA, Qwen2
+
+
+configs, save = _configs, _save     # public names for tests that build only some checkpoints
 
 
 def build(root: Path, names=None) -> dict[str, Path]:
     """name -> folder of each tiny checkpoint (all of `configs()`, or those named)."""
-    cfgs = configs()
-    return {name: save(cfgs[name], root / name) for name in (names or cfgs)}
+    cfgs = _configs()
+    return {name: _save(cfgs[name], root / name) for name in (names or cfgs)}

@@ -1,36 +1,100 @@
-"""Cached wrappers around the core: one computation per spec per server, shared by sessions.
+"""Cached wrappers around the core: one computation per content per server, shared by sessions.
 
-cache_resource (not cache_data) because an Analysis holds large tensors: cache_data would
-pickle and copy them on every rerun. The objects are frozen and never mutated by pages.
+Every heavy result (analyses, score histograms, sweeps, heatmap images, model reports,
+uploads) lives in one store bounded by bytes (attention.bounded.ByteLRU, STORE_BYTES in
+all), keyed by what it is computed from: the spec's URL form, an Analysis's content digest,
+or a hash of an uploaded file's bytes; never by a shape or a sum. An entry count bounded
+nothing: one 2048-token analysis was 0.8 GB. At most HEAVY_SLOTS computations run at once
+(each makes transient (n, n) tensors); a session whose view must wait is told for how many.
+
+The store and the gate are st.cache_resource singletons, so st.cache_resource.clear() (tests)
+empties them too. Values are shared between sessions: pages never mutate them.
 """
 from __future__ import annotations
 
+import hashlib
+from typing import Callable, TypeVar
+
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..analysis import Analysis, analyze, dk_sweep
 from .. import scorestats as scores
+from ..bounded import ByteLRU, Gate, return_freed_memory
 from ..spec import AttentionSpec
+from .text import t
 
-_HASH = {AttentionSpec: lambda spec: tuple(sorted(spec.to_query().items()))}
+T = TypeVar("T")
+STORE_BYTES = 160 * 2**20   # ~8 analyses of 2048 tokens x 12 heads (~20 MB each: q, k, v, metrics)
+HEAVY_SLOTS = 2             # the machines this runs on have 2 cores; each slot ~0.1 GB transient
 
 
-# At the token limit one Analysis holds ~0.8 GB: three entries bound the cache to ~2.5 GB.
-@st.cache_resource(max_entries=3, ttl="1h", show_spinner=False, hash_funcs=_HASH)
+return_freed_memory()      # the server's transient (n, n) tensors go back to the system when freed
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> ByteLRU:
+    return ByteLRU(STORE_BYTES)
+
+
+@st.cache_resource(show_spinner=False)
+def gate() -> Gate:
+    return Gate(HEAVY_SLOTS)
+
+
+def spec_key(spec: AttentionSpec) -> tuple:
+    """A spec's content: its URL form (every field that changes a result)."""
+    return tuple(sorted(spec.to_query().items()))
+
+
+def file_key(upload: tuple[str, bytes] | None) -> tuple | None:
+    """An uploaded (name, bytes) file's content: its name and a hash of every byte."""
+    if upload is None:
+        return None
+    name, data = upload
+    return name, len(data), hashlib.blake2b(data, digest_size=20).hexdigest()
+
+
+def cached(kind: str, key: tuple, compute: Callable[[], T]) -> T:
+    """compute() once per (kind, key) on this server, kept while the store's budget allows;
+    run through the gate, with a "waiting for N other views" notice while it waits."""
+    return store().get_or_compute((kind, *key), lambda: heavy(compute))
+
+
+def heavy(compute: Callable[[], T]) -> T:
+    """compute() in one of the gate's slots. Waiting shows a notice in the page (cleared when
+    the computation starts); outside a script run (a deferred download) it waits silently."""
+    notice = None
+
+    def waiting(ahead: int) -> None:
+        nonlocal notice
+        if get_script_run_ctx() is not None:
+            notice = st.empty()
+            notice.info(t("common.waiting", n=ahead), icon=":material/hourglass_top:")
+
+    with gate().slot(waiting):
+        if notice is not None:
+            notice.empty()
+        return compute()
+
+
 def analysis(spec: AttentionSpec) -> Analysis:
-    return analyze(spec)
+    return cached("analysis", spec_key(spec), lambda: analyze(spec))
 
 
-@st.cache_resource(max_entries=16, ttl="1h", show_spinner=False, hash_funcs=_HASH)
 def sweep(spec: AttentionSpec) -> pd.DataFrame:
-    return dk_sweep(spec)
+    return cached("sweep", spec_key(spec), lambda: dk_sweep(spec))
 
 
-@st.cache_resource(max_entries=16, ttl="1h", show_spinner=False, hash_funcs=_HASH)
 def score_distribution(spec: AttentionSpec, head: int | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score stats and the pre-binned score histogram of one head (None: all heads): a pass
     over up to 50M scores, so it is kept rather than redone on every rerun of the page."""
     a = analysis(spec)
-    heads = scores.head_list(a, head)
-    stats = scores.score_stats(a, heads)
-    return stats, scores.score_histogram(a, heads, stats)
+
+    def compute() -> tuple[pd.DataFrame, pd.DataFrame]:
+        heads = scores.head_list(a, head)
+        stats = scores.score_stats(a, heads)
+        return stats, scores.score_histogram(a, heads, stats)
+
+    return cached("scores", (*spec_key(spec), head), compute)

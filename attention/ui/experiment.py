@@ -2,9 +2,10 @@
 formulas.
 
 The runs are st.cache_data keyed on the seed (the results are small DataFrames), shared by
-every session: a seed trained once is instant for everyone afterwards. The progress bar is
-drawn inside the cached function, so on a cache hit Streamlit replays it as "drawn, then
-emptied": nothing. The page script stays a few calls:
+every session, over attention.experiment_cache, which keeps them on disk: a seed trained once
+is instant for everyone afterwards, across server restarts, until the code changes. The
+progress bar is drawn inside the cached function, so on a cache hit Streamlit replays it as
+"drawn, then emptied": nothing. The page script stays a few calls:
 
     draw_experiments()    # seed picker (?train_seed=), five charts, tables and downloads
     draw_explanation()    # the formulas and the references
@@ -14,7 +15,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from .. import conclusions, experiment
+from .. import conclusions, experiment, experiment_cache
+from ..experiment_cache import scaling_seeds
 from ..charts import experiment as charts
 from .explain import explanation
 from .export import chart_buttons, csv_button
@@ -22,11 +24,6 @@ from .state import view_widget
 from .text import lang, t
 
 SEED_RANGE = (0, 9999)
-
-
-def scaling_seeds(seed: int) -> tuple[int, int, int]:
-    """The scaling experiment's seeds for the page's seed: it and the next two."""
-    return (seed, seed + 1, seed + 2)
 
 
 def _with_progress(label: str, run):
@@ -39,13 +36,13 @@ def _with_progress(label: str, run):
 @st.cache_data(max_entries=32, ttl="6h", show_spinner=False)
 def sharpening(seed: int) -> experiment.SharpeningStudy:
     return _with_progress(t("sharper.training_head"),
-                          lambda progress: experiment.sharpening_study(seed, progress))
+                          lambda progress: experiment_cache.sharpening_study(seed, progress))
 
 
 @st.cache_data(max_entries=32, ttl="6h", show_spinner=False)
 def scaling(seed: int) -> pd.DataFrame:
-    return _with_progress(t("sharper.training_scaling"),
-                          lambda progress: experiment.scaling_sweep(scaling_seeds(seed), progress))
+    return _with_progress(t("sharper.training_scaling"), lambda progress:
+                          experiment_cache.scaling_sweep(scaling_seeds(seed), progress))
 
 
 def draw_experiments() -> None:

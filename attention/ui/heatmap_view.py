@@ -2,8 +2,9 @@
 
 Every function takes the Analysis and a `key_prefix`, which names its widgets and the URL
 parameters that keep its view (head, zoom, pooling...), so two pages, or two heatmaps on one
-page, never share state. Changing the head, the zoom or the pooling only re-slices the cached
-Analysis: no attention is recomputed.
+page, never share state. Changing the zoom recomputes only the window's query rows from the
+cached Analysis's q and k (O(window n d)); an overview is pooled once per head and pooling
+and kept as images in the server's store, keyed by the Analysis's content digest.
 
     head = head_picker(analysis, key_prefix="hm")
     draw_comparison(analysis, head, key_prefix="hm")   # scaled | unscaled | difference
@@ -22,6 +23,7 @@ from .. import frames
 from ..analysis import Analysis
 from ..charts import heatmap as charts
 from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window, window_from_brush
+from . import cache
 from .export import chart_buttons
 from .state import view_widget
 from .text import lang, t
@@ -36,21 +38,18 @@ VIEWS = ("compare", "grid", "row")
 ROW_METRICS = (("max_weight", "{:.3f}"), ("effective_tokens", "{:.1f}"))
 
 
-def _fingerprint(analysis: Analysis) -> tuple:
-    """Cache key of an Analysis: its spec plus a checksum of its weights (an Analysis built
-    from uploaded or pretrained tensors need not be determined by its spec alone)."""
-    w = analysis.scaled.weights
-    return (tuple(sorted(analysis.spec.to_query().items())), tuple(w.shape),
-            float(w.sum()), float(analysis.unscaled.weights.sum()), float(w[..., -1].sum()))
-
-
-@st.cache_data(max_entries=32, show_spinner=False, hash_funcs={Analysis: _fingerprint})
 def _images(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: str,
             shared: bool = True, values: tuple[str, ...] = charts.VALUES) -> dict[str, dict]:
-    """PNGs of the pooled panels (`values`) of some heads, cached: moving the zoom window only
-    moves its outline, and switching views or back again pools nothing."""
-    pooled, _ = pooled_matrices(analysis, list(heads), max_blocks, how)   # each (h, b, b)
-    return charts.pooled_images({v: m.numpy() for v, m in pooled.items()}, shared, values)
+    """PNGs of the pooled panels (`values`) of some heads, kept in the server's store under
+    the Analysis's content digest (never under its spec, shape or sums: two uploads may share
+    those): moving the zoom window only moves its outline, and switching views or back again
+    pools nothing."""
+    def compute() -> dict[str, dict]:
+        pooled, _ = pooled_matrices(analysis, list(heads), max_blocks, how)   # each (h, b, b)
+        return charts.pooled_images({v: m.numpy() for v, m in pooled.items()}, shared, values)
+
+    return cache.cached("images", (analysis.digest, heads, max_blocks, how, shared, values),
+                        compute)
 
 
 def show(chart: alt.TopLevelMixin, width: str = "content", **kwargs) -> None:

@@ -26,6 +26,7 @@ PAGES = (
     ("pages/2_Score_analysis.py", "nav.scores", ":material/query_stats:"),
     ("pages/3_Model_heads.py", "nav.model", ":material/hub:"),
     ("pages/4_Is_sharper_better.py", "nav.sharper", ":material/science:"),
+    ("pages/5_Does_the_model_use_it.py", "nav.importance", ":material/troubleshoot:"),
 )
 EXAMPLE_KEY = "in_example"
 KEEP = "session"  # sidebar widgets keep their values across page switches

@@ -14,6 +14,7 @@ from .. import interventions as ivlink
 from .. import modelrun, models
 from ..errors import UserError
 from ..spec import AttentionSpec
+from . import cache
 from .text import t
 
 MODELS = 2
@@ -52,16 +53,17 @@ def check(spec: AttentionSpec) -> UserError | None:
     return None
 
 
-@st.cache_resource(max_entries=4, ttl="1h", show_spinner=False)
 def report(source: str, text: str, hide_sinks: bool = False) -> modelrun.HeadsReport:
-    """Every head of `text`, the per-head and sink tables and the rollout."""
-    return modelrun.heads_report(source, text, hide_sinks=hide_sinks)
+    """Every head of `text`, the per-head table (sinks included) and the rollout (kept in the
+    byte-bounded store: a 32 x 32 model's weights are large)."""
+    return cache.cached("model_report", (source, text, hide_sinks),
+                        lambda: modelrun.heads_report(source, text, hide_sinks=hide_sinks))
 
 
-@st.cache_resource(max_entries=32, ttl="1h", show_spinner=False)
 def value_weighted(source: str, text: str, layer: int, head: int):
     """(alpha (n, n), ||alpha f|| (n, n), ||f|| (n,)) of one head, or None."""
-    return modelrun.value_weighted(source, text, layer, head)
+    return cache.cached("value_weighted", (source, text, layer, head),
+                        lambda: modelrun.value_weighted(source, text, layer, head))
 
 
 def _interventions(iv: str) -> tuple[models.Intervention, ...]:
@@ -71,13 +73,15 @@ def _interventions(iv: str) -> tuple[models.Intervention, ...]:
 
 # Summaries only (a few rows each): the intervened runs themselves (layers x heads x n x n
 # weights, n x vocab logits) are not kept.
-@st.cache_resource(max_entries=16, ttl="1h", show_spinner=False)
 def lm_outcome(source: str, text: str, iv: str, mask_at: int | None = None) -> modelrun.LmOutcome:
     """A language model's prediction before and after the interventions `iv` (the link's form)."""
-    return modelrun.lm_outcome(source, text, _interventions(iv), mask_at=mask_at)
+    return cache.cached("lm_outcome", (source, text, iv, mask_at),
+                        lambda: modelrun.lm_outcome(source, text, _interventions(iv),
+                                                    mask_at=mask_at))
 
 
-@st.cache_resource(max_entries=16, ttl="1h", show_spinner=False)
 def embedding_outcome(source: str, text: str, iv: str, lines: tuple[str, ...]):
     """(cosine of the text's embeddings before/after, pairwise line cosines or None)."""
-    return modelrun.embedding_outcome(source, text, _interventions(iv), lines)
+    return cache.cached("embedding_outcome", (source, text, iv, lines),
+                        lambda: modelrun.embedding_outcome(source, text, _interventions(iv),
+                                                           lines))

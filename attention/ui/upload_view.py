@@ -20,16 +20,18 @@ from .text import lang, message, t
 KINDS = ("qkv", "matrix")
 TYPES = list(upload.EXTENSIONS)
 PREFIX = "up"
+EXAMPLE_WEIGHT_CELLS = 4 * 2**20   # weights.npy example: up to 16 MB (every head's n x n weights)
 
 
-@st.cache_resource(max_entries=4, ttl="1h", show_spinner=False, hash_funcs=cache._HASH)
 def _qkv_analysis(spec: AttentionSpec, q, k, v, typed: str) -> Analysis:
-    return upload.qkv_analysis(spec, q, k, v, typed)
+    """Uploaded (name, bytes) Q, K, V analysed once per content (hashes of the files' bytes)."""
+    key = (*cache.spec_key(spec), *map(cache.file_key, (q, k, v)), typed)
+    return cache.cached("upload_qkv", key, lambda: upload.qkv_analysis(spec, q, k, v, typed))
 
 
-@st.cache_resource(max_entries=4, ttl="1h", show_spinner=False)
 def _matrix(w, typed: str, fallback: tuple[str, ...]):
-    return upload.matrix_upload(w, typed, fallback)
+    return cache.cached("upload_matrix", (cache.file_key(w), typed, fallback),
+                        lambda: upload.matrix_upload(w, typed, fallback))
 
 
 def _file(label_key: str, key: str) -> tuple[str, bytes] | None:
@@ -117,6 +119,7 @@ def _draw_examples(spec: AttentionSpec) -> None:
                                 data=lambda x=tensor: upload.to_csv(x[0], a.tokens),
                                 file_name=f"{name}_head0.csv", mime="text/csv",
                                 key=f"{PREFIX}_ex_{name}_csv", on_click="ignore")
-        row.download_button("weights.npy", data=lambda: upload.to_npy(a.scaled.weights),
-                            file_name="weights.npy", mime="application/octet-stream",
-                            key=f"{PREFIX}_ex_w_npy", on_click="ignore")
+        if a.heads * a.n * a.n <= EXAMPLE_WEIGHT_CELLS:   # else a 200 MB file made per click
+            row.download_button("weights.npy", data=lambda: upload.to_npy(a.scaled.weights),
+                                file_name="weights.npy", mime="application/octet-stream",
+                                key=f"{PREFIX}_ex_w_npy", on_click="ignore")

@@ -1,0 +1,214 @@
+"""Peak server memory while 8 browser sessions use one server at once (issue 12, part 2).
+
+One real `streamlit run app.py` on a loopback port; 8 Chromium contexts (async Playwright, one
+browser) each cycle through ROUNDS distinct 2048-token, 12-head specs (seeds differ per
+session and round, so no session is served another's cached analysis) and open, in turn,
+the Input page, the Heatmap, Score analysis, and Model heads with the pretrained source
+(a ~300-word text of its own: MiniLM loaded, all 72 heads), then Model heads again with the
+2048-token spec, where it uploads its own 2048-token Q and K (.npy) in the "Bring your own"
+tab (the sidebar's 2048 tokens name them). Every page is waited on until its
+script has finished and its charts (or metrics) are on screen; a page that shows an
+exception or does not settle in PAGE_TIMEOUT counts as an error.
+
+A thread samples the resident memory (VmRSS) of the server process and its children every
+0.2 s; the row is peak RSS / 1.5 GB (target <= 1). Loopback only, bounded in time.
+
+    python -m bench memory
+    python -m bench.memory [CHECKOUT]    # another checkout's app (e.g. a worktree of main)
+"""
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import numpy as np
+
+from attention.examples import EXAMPLES
+from attention.spec import AttentionSpec
+from attention.tokens import parse_tokens
+from bench.timing import print_table, row
+
+SESSIONS, ROUNDS, N, HEADS = 8, 1, 2048, 12
+BUDGET_GB = 1.5
+PAGE_TIMEOUT = 600_000          # ms: 8 sessions and their 8 renderers share 2 cores
+DEADLINE = 30 * 60              # s for the whole run
+SAMPLE = 0.2                    # s between RSS samples
+APP = '[data-testid="stApp"]'
+MAIN = '[data-testid="stMain"]'
+VISITS = (                      # (name, path, whose spec, what shows the page has drawn)
+    ("Input", "", "long", f'{MAIN} [data-testid="stMetricValue"]'),
+    ("Heatmap", "Heatmap", "long", f'{MAIN} [data-testid="stVegaLiteChart"]'),
+    ("Score analysis", "Score_analysis", "long", f'{MAIN} [data-testid="stVegaLiteChart"]'),
+    ("Model heads", "Model_heads", "model", f'{MAIN} [data-testid="stVegaLiteChart"]'),
+    ("Model heads upload", "Model_heads", "long", f'{MAIN} input[type="file"]'),
+)
+
+
+def long_spec(session: int, rnd: int) -> AttentionSpec:
+    """2048 tokens, 12 heads of d_k 64; distinct per (session, round)."""
+    return AttentionSpec(tokens=tuple(f"w{(i * 7 + session) % 613}" for i in range(N)),
+                         d_model=64, d_k=64, heads=HEADS, seed=1000 * rnd + session)
+
+
+def model_spec(session: int, rnd: int) -> AttentionSpec:
+    """The pretrained source on ~300 words of the example passage, rotated per session/round."""
+    words = parse_tokens(EXAMPLES["passage"])
+    shift = (session * 37 + rnd * 11) % len(words)
+    return AttentionSpec(tokens=tuple(words[shift:] + words[:shift]), source="pretrained")
+
+
+def npy(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array.astype(np.float32), allow_pickle=False)
+    return buf.getvalue()
+
+
+def upload_files(session: int, rnd: int) -> list[dict]:
+    """Q and K of 12 heads x 2048 tokens x 64, random per (session, round): 6 MB each."""
+    gen = np.random.default_rng(10_000 + 100 * rnd + session)
+    return [{"name": f"{name}.npy", "mimeType": "application/octet-stream",
+             "buffer": npy(gen.standard_normal((HEADS, N, 64)))} for name in ("q", "k")]
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of a process and all its descendants (VmRSS from /proc)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                total += next(int(line.split()[1]) * 1024 for line in f
+                              if line.startswith("VmRSS:"))
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except (OSError, StopIteration):
+            continue
+    return total
+
+
+class Sampler(threading.Thread):
+    """RSS of the server tree every SAMPLE s until stopped; keeps the peak."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.stop_event, self.peak, self.samples = pid, threading.Event(), 0, 0
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            self.peak = max(self.peak, tree_rss(self.pid))
+            self.samples += 1
+            self.stop_event.wait(SAMPLE)
+
+
+async def settle(page, ready: str) -> bool:
+    """Wait until the script has finished and `ready` is on screen; False on an exception."""
+    await page.wait_for_selector(f'{APP}[data-test-connection-state="CONNECTED"]',
+                                 timeout=PAGE_TIMEOUT)
+    await page.wait_for_function(
+        """(ready) => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+                      && (document.querySelector(ready)
+                          || document.querySelector('[data-testid="stException"]'))""",
+        arg=ready, timeout=PAGE_TIMEOUT, polling=250)
+    return await page.locator('[data-testid="stException"]').count() == 0
+
+
+async def one_session(browser, base: str, session: int, log: list) -> None:
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(PAGE_TIMEOUT)
+    try:
+        page = await context.new_page()
+        for rnd in range(ROUNDS):
+            for name, path, which, ready in VISITS:
+                spec = (model_spec if which == "model" else long_spec)(session, rnd)
+                try:
+                    await page.goto(f"{base}/{path}?{urlencode(spec.to_query())}")
+                    ok = await settle(page, ready)
+                    if ok and name == "Model heads upload":
+                        ok = await upload(page, session, rnd)
+                    log.append((session, rnd, name, "ok" if ok else "exception"))
+                except Exception as err:      # a timeout: counted, the session goes on
+                    log.append((session, rnd, name, type(err).__name__))
+    finally:
+        await context.close()
+
+
+async def upload(page, session: int, rnd: int) -> bool:
+    """Q and K into the "Bring your own" tab; waits for its heatmap overview."""
+    await page.get_by_role("tab", name="Bring your own").click()
+    inputs = page.locator(f'{MAIN} [data-testid="stTabPanel"] input[type="file"]')
+    files = upload_files(session, rnd)
+    for i, f in enumerate(files):
+        await inputs.nth(i).set_input_files(f)
+    await page.wait_for_function(
+        """() => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+                 && ([...document.querySelectorAll('[data-testid="stTabPanel"]')].some(
+                        p => p.offsetParent !== null && p.querySelector('[data-testid="stVegaLiteChart"]'))
+                     || document.querySelector('[data-testid="stException"]'))""",
+        timeout=PAGE_TIMEOUT, polling=250)
+    return await page.locator('[data-testid="stException"]').count() == 0
+
+
+async def all_sessions(base: str, log: list) -> None:
+    from playwright.async_api import async_playwright
+
+    from tests.conftest import CHROMIUM_FLAGS
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        raise RuntimeError("no chromium on PATH (apt-get install chromium)")
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(*(one_session(browser, base, i, log) for i in range(SESSIONS))),
+                timeout=DEADLINE)
+        finally:
+            await browser.close()
+
+
+def measure(checkout: Path | None = None) -> dict:
+    """Peak RSS (bytes) of a server of `checkout` (default: this one) under the 8 sessions."""
+    from tests.conftest import ROOT, Server
+
+    server = Server(cwd=checkout or ROOT)
+    sampler = Sampler(server.proc.pid)
+    idle = tree_rss(server.proc.pid)
+    log: list = []
+    began = time.monotonic()
+    sampler.start()
+    try:
+        try:
+            asyncio.run(all_sessions(server.url, log))
+        except asyncio.TimeoutError:
+            log.append(("all", "-", "-", f"deadline {DEADLINE} s"))
+    finally:
+        sampler.stop_event.set()
+        sampler.join()
+        server.stop()
+    errors = [entry for entry in log if entry[3] != "ok"]
+    return {"peak": sampler.peak, "idle": idle, "pages": len(log) - len(errors),
+            "errors": errors, "seconds": time.monotonic() - began, "samples": sampler.samples}
+
+
+def run(checkout: Path | None = None) -> list[dict]:
+    m = measure(checkout)
+    expected = SESSIONS * ROUNDS * len(VISITS)
+    detail = (f"peak {m['peak'] / 1e9:.2f} GB, idle {m['idle'] / 1e9:.2f} GB; "
+              f"{m['pages']}/{expected} pages drawn, {len(m['errors'])} errors "
+              f"{m['errors'][:3]}; {m['seconds']:.0f} s, {m['samples']} samples")
+    result = row(f"server peak RSS, {SESSIONS} sessions x {N} tokens", f"{BUDGET_GB} GB",
+                 m["peak"] / (BUDGET_GB * 1e9), 1.0, detail)
+    result["ok"] = result["ok"] and not m["errors"]   # a failed page is no bounded server
+    return [result]
+
+
+if __name__ == "__main__":
+    print_table(run(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else None))

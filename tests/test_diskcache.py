@@ -1,0 +1,252 @@
+"""Results on disk (attention.diskcache, attention.experiment_cache): keyed by the code and
+settings that made them, ignored when damaged, written atomically, bounded in number, and
+equal to what the experiment computes."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attention import diskcache
+from attention import experiment as ex
+from attention import experiment_cache as xc
+from attention.diskcache import Record
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """The disk cache in this test's directory (the suite's session directory otherwise)."""
+    monkeypatch.setenv(diskcache.ENV, str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def short(monkeypatch):
+    """Training shortened by patching the experiment's constants (they are part of the key)."""
+    monkeypatch.setattr(ex, "SHARPEN_STEPS", 20)
+    monkeypatch.setattr(ex, "SCALING_STEPS", 10)
+    monkeypatch.setattr(ex, "SCALING_DKS", (4, 8))
+    monkeypatch.setattr(ex, "EVAL_SIZE", 512)
+
+
+def frames_record(value: float = 1.5) -> Record:
+    return Record(frames={"t": pd.DataFrame({"multiplier": ["0", "0.5", "argmax"],
+                                             "relevant": [True, False, True],
+                                             "n": [1, 2, 3], "x": [value, 0.25, -1e-9]})},
+                  values={"seed": 3, "rho": value})
+
+
+class Counter:
+    def __init__(self, record: Record | None = None, delay: float = 0.0) -> None:
+        self.calls, self.record, self.delay = 0, record or frames_record(), delay
+
+    def __call__(self) -> Record:
+        self.calls += 1
+        time.sleep(self.delay)
+        return self.record
+
+
+# --- where and under which key ---------------------------------------------------------------
+
+def test_cache_dir_env_then_xdg_then_home(monkeypatch, tmp_path):
+    monkeypatch.setenv(diskcache.ENV, str(tmp_path / "mine"))
+    assert diskcache.cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv(diskcache.ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert diskcache.cache_dir() == tmp_path / "xdg" / "attention-explorer"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert diskcache.cache_dir() == tmp_path / "home" / ".cache" / "attention-explorer"
+
+
+def test_the_test_suite_never_writes_to_the_users_home():
+    assert os.environ[diskcache.ENV]
+    assert not diskcache.cache_dir().is_relative_to(os.path.expanduser("~/.cache"))
+
+
+def test_key_changes_with_each_source_file(tmp_path, monkeypatch):
+    sources = [tmp_path / name for name in ("experiment.py", "core.py", "metrics.py")]
+    for src in sources:
+        src.write_text(f"# {src.name}\n")
+    monkeypatch.setattr(xc, "SOURCES", tuple(sources))
+    first = xc.key("sharpening", seed=0)
+    assert xc.key("sharpening", seed=0) == first
+    seen = {first}
+    for src in sources:
+        src.write_text(src.read_text() + "x = 1\n")
+        seen.add(xc.key("sharpening", seed=0))
+    assert len(seen) == 1 + len(sources)
+
+
+def test_real_sources_are_the_experiment_core_and_metrics():
+    assert sorted(p.name for p in xc.SOURCES) == ["core.py", "experiment.py", "metrics.py"]
+    assert all(p.is_file() for p in xc.SOURCES)
+
+
+def test_key_changes_with_params_constants_kind_and_versions(monkeypatch):
+    base = xc.key("sharpening", seed=0)
+    assert xc.key("sharpening", seed=1) != base
+    assert xc.key("scaling", seed=0) != base
+    with monkeypatch.context() as m:
+        m.setattr(ex, "SHARPEN_STEPS", ex.SHARPEN_STEPS + 1)
+        assert xc.key("sharpening", seed=0) != base
+    with monkeypatch.context() as m:
+        m.setattr(ex, "MULTIPLIERS", (*ex.MULTIPLIERS, 16.0))
+        assert xc.key("sharpening", seed=0) != base
+    with monkeypatch.context() as m:
+        m.setattr(diskcache.torch, "__version__", "0.0.1")
+        assert xc.key("sharpening", seed=0) != base
+    with monkeypatch.context() as m:
+        m.setattr(diskcache, "FORMAT", diskcache.FORMAT + 1)
+        assert xc.key("sharpening", seed=0) != base
+    assert xc.key("sharpening", seed=0) == base
+
+
+# --- reading and writing ---------------------------------------------------------------------
+
+def test_round_trip_keeps_values_and_dtypes(cache):
+    compute = Counter()
+    first = diskcache.load_or_compute("t", "k" * 64, compute)
+    again = diskcache.load_or_compute("t", "k" * 64, compute)
+    assert compute.calls == 1
+    pd.testing.assert_frame_equal(again.frames["t"], compute.record.frames["t"])
+    assert again.values == {"seed": 3, "rho": 1.5} and first is compute.record
+
+
+@pytest.mark.parametrize("damage", [b"", b"not a zip", b"PK\x03\x04 truncated"])
+def test_corrupt_file_is_ignored_and_rewritten(cache, damage):
+    key = "c" * 64
+    path = diskcache.path_for("t", key)
+    path.write_bytes(damage)
+    compute = Counter()
+    diskcache.load_or_compute("t", key, compute)
+    assert compute.calls == 1
+    assert diskcache.read(path, key) is not None          # rewritten whole
+
+
+def test_damaged_frame_inside_a_valid_zip_is_recomputed(cache):
+    key = "d" * 64
+    diskcache.load_or_compute("t", key, Counter())
+    path = diskcache.path_for("t", key)
+    with zipfile.ZipFile(path) as zf:
+        meta = zf.read(diskcache.META)
+    with zipfile.ZipFile(path, "w") as zf:                 # valid meta, broken frame
+        zf.writestr(diskcache.META, meta)
+        zf.writestr("t.arrow", b"garbage")
+    compute = Counter()
+    diskcache.load_or_compute("t", key, compute)
+    assert compute.calls == 1
+
+
+def test_file_for_another_key_is_not_trusted(cache):
+    key = "e" * 64
+    other = "e" * 32 + "f" * 32                            # same file name, different key
+    diskcache.write(diskcache.path_for("t", other), other, frames_record(9.0))
+    got = diskcache.load_or_compute("t", key, Counter(frames_record(2.0)))
+    assert got.values["rho"] == 2.0
+
+
+def test_write_is_atomic_when_it_fails_midway(cache, monkeypatch):
+    key = "a" * 64
+    path = diskcache.path_for("t", key)
+    diskcache.write(path, key, frames_record(1.0))
+    before = path.read_bytes()
+
+    def broken(frame):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(diskcache, "_frame_bytes", broken)
+    diskcache.write(path, key, frames_record(2.0))          # logged, not raised
+    assert path.read_bytes() == before                      # the old file, whole
+    assert sorted(p.name for p in cache.iterdir()) == [path.name]   # no temporary left
+
+
+def test_write_goes_through_a_temporary_file_in_the_same_directory(cache, monkeypatch):
+    key = "b" * 64
+    path = diskcache.path_for("t", key)
+    seen = []
+    real = os.replace
+
+    def spy(src, dst):
+        seen.append((os.path.dirname(src), dst, os.path.exists(dst), zipfile.is_zipfile(src)))
+        return real(src, dst)
+
+    monkeypatch.setattr(diskcache.os, "replace", spy)
+    diskcache.write(path, key, frames_record())
+    assert seen == [(str(cache), path, False, True)]
+
+
+def test_unwritable_directory_still_returns_the_result(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv(diskcache.ENV, str(blocker / "cache"))
+    compute = Counter()
+    assert diskcache.load_or_compute("t", "u" * 64, compute).values["seed"] == 3
+    assert diskcache.load_or_compute("t", "u" * 64, compute).values["seed"] == 3
+    assert compute.calls == 2
+
+
+def test_prune_keeps_the_most_recently_used(cache):
+    for i in range(5):
+        path = diskcache.path_for("t", f"{i}" * 64)
+        diskcache.write(path, f"{i}" * 64, frames_record())
+        os.utime(path, (1000 + i, 1000 + i))
+    compute = Counter()
+    diskcache.load_or_compute("t", "1" * 64, compute, keep=3)      # a hit: now the newest
+    diskcache.load_or_compute("t", "9" * 64, compute, keep=3)      # a new file, then pruned
+    assert compute.calls == 1
+    assert sorted(p.name[2] for p in cache.glob("*.zip")) == ["1", "4", "9"]
+
+
+def test_one_computation_for_concurrent_callers(cache):
+    compute = Counter(delay=0.3)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(
+        diskcache.load_or_compute("t", "p" * 64, compute))) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert compute.calls == 1 and len(results) == 4
+
+
+# --- the experiments -------------------------------------------------------------------------
+
+def test_stored_study_equals_the_computed_one(cache, short, monkeypatch):
+    reference = ex.sharpening_study(2)                      # computed directly, no disk
+    first = xc.sharpening_study(2)                          # computed and stored
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained again instead of reading the stored result")
+
+    monkeypatch.setattr(ex, "sharpening_study", no_training)
+    loaded = xc.sharpening_study(2)                         # read back
+    for got in (first, loaded):
+        assert got.seed == 2
+        for name in ("sweep", "sample", "importance"):
+            pd.testing.assert_frame_equal(getattr(got, name), getattr(reference, name),
+                                          check_exact=False, rtol=1e-6, atol=1e-9)
+        assert got.spearman_pooled == pytest.approx(reference.spearman_pooled, abs=1e-9)
+        assert got.spearman_within == pytest.approx(reference.spearman_within, abs=1e-9)
+    assert list(loaded.sweep["multiplier"]) == [ex.multiplier_label(m)
+                                                for m in (*ex.MULTIPLIERS, ex.ARGMAX)]
+
+
+def test_stored_scaling_equals_the_computed_one_and_changed_settings_retrain(cache, short,
+                                                                              monkeypatch):
+    reference = ex.scaling_sweep((0, 1))
+    xc.scaling_sweep((0, 1))
+    loaded = xc.scaling_sweep((0, 1))
+    pd.testing.assert_frame_equal(loaded, reference, check_exact=False, rtol=1e-6, atol=1e-9)
+    assert loaded["scaled"].dtype == bool and np.issubdtype(loaded["d_k"].dtype, np.integer)
+    monkeypatch.setattr(ex, "SCALING_STEPS", 12)            # other settings: not trusted
+    calls = []
+    real = ex.scaling_sweep
+    monkeypatch.setattr(ex, "scaling_sweep", lambda *a, **k: calls.append(1) or real(*a, **k))
+    xc.scaling_sweep((0, 1))
+    assert calls == [1]

@@ -1,0 +1,78 @@
+"""The "Does the model use it?" page in AppTest on MiniLM: the numbers on screen equal the
+frames computed here independently of the page, and the conclusions are written from them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attention import importance as I
+from attention import models as M
+from attention.importance_conclusions import conclusions
+from attention.spec import AttentionSpec
+from tests.apptest import chart_frames, open_page
+
+TEXT = "the cat sat on the mat ."
+
+
+@pytest.fixture(scope="module")
+def page():
+    spec = AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained")
+    return open_page("pages/5_Does_the_model_use_it.py", spec, timeout=600)  # heavy first run
+
+
+@pytest.fixture(scope="module")
+def frames():
+    model = M.load_model()
+    tokens = I.token_importance(model, (TEXT,))
+    heads = I.head_importance(model, (TEXT,))
+    return model, tokens, I.layer_agreement(tokens), heads
+
+
+def test_page_runs(page):
+    assert not page.exception
+    assert not page.error
+
+
+def test_agreement_table_is_the_frame(page, frames):
+    _, _, agreement, _ = frames
+    table = page.dataframe[0].value
+    assert len(table) == 6
+    want = agreement[(agreement["score"] == "rollout") & (agreement["target"] == "occlusion")]
+    column = "rollout / occlusion"
+    assert np.allclose(table[column].to_numpy(), want["spearman"].to_numpy(), atol=1e-4)
+
+
+def test_token_table_is_the_frame(page, frames):
+    _, tokens, _, _ = frames
+    table = page.dataframe[1].value
+    assert list(table["Token"]) == list(tokens["token"])
+    assert np.allclose(table["occlusion"], tokens["occlusion"], atol=1e-4)
+    assert np.allclose(table["gradient × input"], tokens["gradient"], rtol=1e-3, atol=1e-5)
+    assert np.allclose(table["rollout"], tokens["rollout"], atol=1e-5)
+
+
+def test_head_chart_and_conclusions_come_from_the_frames(page, frames):
+    _, _, agreement, heads = frames
+    scatter = [f for f in chart_frames(page) if {"ablation", "max_weight"} <= set(f)]
+    assert scatter and len(scatter[0]) == 72
+    got = scatter[0].sort_values(["layer", "head"])
+    assert np.allclose(got["ablation"], heads["ablation"], atol=1e-5)
+    shown = " ".join(m.value for m in page.markdown)
+    for c in conclusions(agreement, heads):
+        assert c.text("en") in shown
+    assert not any(f.isna().any().any() for f in chart_frames(page)
+                   if "metric" in f or "spearman" in f)
+
+
+def test_words_only_toggle_recomputes_the_table_without_special_pieces(page, frames):
+    _, tokens, _, _ = frames
+    page.toggle(key="imp_words").set_value(True).run(timeout=600)
+    assert not page.exception
+    table = page.dataframe[0].value
+    want = I.layer_agreement(tokens, words_only=True)
+    want = want[(want["score"] == "attention") & (want["target"] == "occlusion")]
+    assert np.allclose(table["raw attention (readout query) / occlusion"].to_numpy(),
+                       want["spearman"].to_numpy(), atol=1e-4)
+    shown = " ".join(m.value for m in page.markdown)
+    for c in conclusions(I.layer_agreement(tokens, words_only=True), frames[3]):
+        assert c.text("en") in shown
