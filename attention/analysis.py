@@ -205,7 +205,7 @@ def dk_sweep(spec: AttentionSpec, d_ks: tuple[int, ...] = DK_SWEEP) -> pd.DataFr
 
 def random_dk_sweep(n: int = 16, d_ks: tuple[int, ...] = DK_SWEEP, samples: int = 256,
                     seed: int = 0) -> pd.DataFrame:
-    """The same table for q, k ~ N(0, I) at initialisation (SCIENCE.md's measured setting)."""
+    """The same table for q, k ~ N(0, I) at initialisation (docs/science.md, "The d_k sweep")."""
     gen = torch.Generator().manual_seed(seed)
     rows = []
     for d_k in d_ks:

@@ -44,8 +44,8 @@ BUNDLED_MODEL = "all-MiniLM-L6-v2"   # models.BUNDLED (not imported: spec stays 
 OPTIONAL = ("text", "model", "hide_sinks")   # written to a link only when set
 MAX_CELLS = 12 * MAX_TOKENS * MAX_TOKENS  # heads * n * n: 12 heads at the token limit
 # Multiply-adds of the toy model's projections and score products, heads * n * d_k * (n +
-# d_model): 12 heads at the token limit with d_k = d_model = 64 (about 2 s on one core). At the
-# same size with d_k = d_model = 1024 one view took 68 s of CPU.
+# d_model): 12 heads at the token limit with d_k = d_model = 64. The same size with
+# d_k = d_model = 1024 is 16x that work (measured once at 68 s of CPU on a small 2-core server).
 MAX_WORK = 12 * MAX_TOKENS * 64 * (MAX_TOKENS + 64)
 
 

@@ -35,7 +35,7 @@ GRID_ROWS = 16384      # the all-heads grid is drawn cell by cell up to this man
 WINDOWS = (16, 24, 32, 48, 64)
 DEFAULT_WINDOW = 16    # 16 x 16: every label fits and the weights are printed in the cells
 VIEWS = ("compare", "grid", "row")
-ROW_METRICS = (("max_weight", "{:.3f}"), ("effective_tokens", "{:.1f}"))
+SHOWN_ROW_METRICS = (("max_weight", "{:.3f}"), ("effective_tokens", "{:.1f}"))
 
 
 def _images(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: str,
@@ -234,7 +234,8 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     row = view_widget(f"{key_prefix}_row", st.selectbox, default=0, cast=int,
                       valid=lambda r: 0 <= r < n, label=t("heatmap.row"), options=list(range(n)),
                       format_func=lambda r: t("heatmap.row_option", pos=r, token=tokens[r]))
-    shown = [(name, fmt, variant) for name, fmt in ROW_METRICS for variant in ("scaled", "unscaled")]
+    shown = [(name, fmt, variant) for name, fmt in SHOWN_ROW_METRICS
+             for variant in ("scaled", "unscaled")]
     for col, (name, fmt, variant) in zip(st.columns(len(shown)), shown):
         values = analysis.scaled_metrics if variant == "scaled" else analysis.unscaled_metrics
         col.metric(t(f"heatmap.metric_{name}_{variant}"), fmt.format(float(values[name][head, row])))
