@@ -34,6 +34,7 @@ import json
 import math
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -258,18 +259,31 @@ def core_attention_forward(module, query, key, value, attention_mask, scaling=No
     return output.transpose(1, 2).contiguous(), weights
 
 
+_IMPORT_LOCK = threading.Lock()
+
+
 @lru_cache(maxsize=1)
 def _register() -> None:
     """Register the core with transformers (once per process) and keep it offline unless
-    downloads are allowed. Imports transformers."""
-    if not downloads_allowed():
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+    downloads are allowed. Imports transformers.
 
-    AttentionInterface.register(IMPLEMENTATION, core_attention_forward)
-    AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
+    Under a lock: transformers is a lazy module, and two threads importing it for the first
+    time at once (the server's warm-up thread and a first visitor, or two visitors) saw it
+    half-initialised ("cannot import name 'AttentionInterface'"). Every name this module
+    takes from transformers is resolved here, once, before any other thread can ask."""
+    with _IMPORT_LOCK:
+        if not downloads_allowed():
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import transformers
+        from transformers.masking_utils import AttentionMaskInterface, eager_mask
+        from transformers.models.auto import modeling_auto  # noqa: F401  (load() reads it)
+
+        for name in ("AutoConfig", "AutoTokenizer", "AutoModel", "AutoModelForCausalLM",
+                     "AutoModelForMaskedLM"):
+            getattr(transformers, name)
+        transformers.AttentionInterface.register(IMPLEMENTATION, core_attention_forward)
+        AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
 
 
 # ---------------------------------------------------------------------------- results

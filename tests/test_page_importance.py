@@ -66,7 +66,7 @@ def test_head_chart_and_conclusions_come_from_the_frames(page, frames):
 
 def test_words_only_toggle_recomputes_the_table_without_special_pieces(page, frames):
     _, tokens, _, _ = frames
-    page.toggle(key="imp_words").set_value(True).run(timeout=600)
+    page.toggle(key="view_imp_words").set_value(True).run(timeout=600)
     assert not page.exception
     table = page.dataframe[0].value
     want = I.layer_agreement(tokens, words_only=True)

@@ -25,7 +25,7 @@ from ..charts import heatmap as charts
 from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window, window_from_brush
 from . import cache
 from .export import chart_buttons
-from .state import view_widget
+from .state import flag, view_widget
 from .text import lang, t
 
 DETAIL_MAX = 64        # up to this many tokens every cell is drawn (3 x 4096 rects at most)
@@ -92,12 +92,6 @@ def draw_heatmap(analysis: Analysis, key_prefix: str = "hm") -> None:
 
 # ---- scaled | unscaled | difference ---------------------------------------------------------
 
-def _flag(raw: str) -> bool:
-    if raw not in ("True", "False"):
-        raise ValueError(raw)
-    return raw == "True"
-
-
 def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> None:
     """Scaled and unscaled attention of one head with one colour scale, and their difference.
 
@@ -107,7 +101,7 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     left, right = st.columns([3, 1], vertical_alignment="center")
     left.caption(t("heatmap.compare_caption"))
     with right:
-        shared = view_widget(f"{key_prefix}_shared", st.toggle, default=True, cast=_flag,
+        shared = view_widget(f"{key_prefix}_shared", st.toggle, default=True, cast=flag,
                              label=t("heatmap.shared"), help=t("heatmap.shared_help"))
     n = analysis.n
     if n <= DETAIL_MAX:

@@ -11,6 +11,7 @@ from .. import importance as imp
 from ..charts import importance as charts
 from ..errors import UserError
 from ..importance_conclusions import conclusions, fmt
+from .state import flag, view_widget
 from .text import lang, message, t
 
 LAYER_KEY, WORDS_KEY = "imp_layer", "imp_words"
@@ -72,10 +73,12 @@ def draw_importance(spec) -> None:
     if not texts:
         st.info(t("importance.no_text"), icon=":material/info:")
         return
-    layer = st.selectbox(t("importance.sweep_layer"), range(model.layers),
-                         index=model.layers - 1, key=LAYER_KEY)
-    words_only = st.toggle(t("importance.words_only"), key=WORDS_KEY,
-                           help=t("importance.words_only_help"))
+    last = model.layers - 1
+    layer = view_widget(LAYER_KEY, st.selectbox, default=last, cast=int,
+                        valid=lambda value: 0 <= value <= last, label=t("importance.sweep_layer"),
+                        options=list(range(model.layers)))
+    words_only = view_widget(WORDS_KEY, st.toggle, default=False, cast=flag,
+                             label=t("importance.words_only"), help=t("importance.words_only_help"))
     bar = st.progress(0.0, text=t("importance.progress_tokens"))
     try:
         tokens = token_frame(source, texts)
@@ -90,7 +93,7 @@ def draw_importance(spec) -> None:
         bar.empty()
         st.error(message(err), icon=":material/error:")
         return
-    bar.progress(1.0, text=t("importance.progress_done"))
+    bar.empty()
     language = lang()
     draw_tokens(model, tokens, agreement, language)
     draw_heads(model, heads, pruning, language)
@@ -107,7 +110,7 @@ def draw_tokens(model, tokens: pd.DataFrame, agreement: pd.DataFrame, language: 
                  cap=flow.MAX_PIECES))
     st.markdown(f"**{t('importance.agreement_table')}**")
     st.dataframe(agreement_table(agreement, language), hide_index=True, width="stretch")
-    st.altair_chart(charts.agreement_chart(agreement, language))
+    st.altair_chart(charts.agreement_chart(agreement, language), width="content")
     st.markdown(f"**{t('importance.token_table')}**")
     last = model.layers - 1
     shown = tokens[["text", "position", "token", "occlusion", "gradient",
@@ -124,18 +127,18 @@ def draw_heads(model, heads: pd.DataFrame, pruning: pd.DataFrame, language: str)
     st.subheader(t("importance.heads_title"))
     change = t("importance.change_none" if model.head == "none" else "importance.change_lm")
     st.caption(t("importance.heads_help", output_change=change))
-    st.altair_chart(charts.heads_chart(heads, language))
+    st.altair_chart(charts.heads_chart(heads, language), width="content")
     st.markdown(t("importance.heads_spearman", heads=len(heads),
                   rho=fmt(imp.spearman(heads["ablation"], heads["max_weight"])),
                   rho_entropy=fmt(imp.spearman(heads["ablation"], heads["entropy"]))))
     st.subheader(t("importance.pruning_title"))
     metric = t(f"importance.metric_{pruning['metric_name'].iloc[0]}")
     st.caption(t("importance.pruning_help", metric=metric))
-    st.altair_chart(charts.pruning_chart(pruning, language))
+    st.altair_chart(charts.pruning_chart(pruning, language), width="content")
 
 
 def draw_sweep(sweep: pd.DataFrame, metric_name: str, language: str) -> None:
     st.subheader(t("importance.sweep_title"))
     st.caption(t("importance.sweep_help", low=fmt(sweep["tau"].min()), high=fmt(sweep["tau"].max()),
                  metric=t(f"importance.metric_{metric_name}")))
-    st.altair_chart(charts.sweep_chart(sweep, language))
+    st.altair_chart(charts.sweep_chart(sweep, language), width="content")

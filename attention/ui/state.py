@@ -138,6 +138,13 @@ def link_params(spec: AttentionSpec | None) -> dict[str, str]:
     return params
 
 
+def flag(raw: str) -> bool:
+    """A toggle's value as view_widget writes it into the URL ("True" / "False")."""
+    if raw not in ("True", "False"):
+        raise ValueError(raw)
+    return raw == "True"
+
+
 def view_value(name: str, default, cast, valid=lambda value: True):
     """A page's own view setting (head, zoom, ...) from the URL; default if malformed."""
     raw = st.query_params.get(name)
