@@ -248,19 +248,24 @@ def ids_of(model: M.LoadedModel, text: str) -> list[int]:
     return model.encode(text)["input_ids"][0].tolist()
 
 
-def occlusion(model: M.LoadedModel, ids: list[int]) -> torch.Tensor:
-    """(n,) output change when each piece is removed; the n variants in batched forwards."""
+def occlusion(model: M.LoadedModel, ids: list[int],
+              run: M.ModelRun | None = None) -> torch.Tensor:
+    """(n,) output change when each piece is removed; the n variants in batched forwards.
+    run: the text's own `model.run` when the caller has it (its embedding or logits are the
+    base, one forward fewer); None runs the base here."""
     n = len(ids)
     if n < 2:
         return torch.full((n,), float("nan"))
     variants = [ids[:j] + ids[j + 1:] for j in range(n)]              # n x (n - 1)
     full = batch_of([ids])
+    if run is not None and tuple(ids) != run.ids:
+        raise ValueError("occlusion: run is of other ids")
     if model.head == "none":
-        base = output_of(model, full)                                  # (1, hidden)
+        base = output_of(model, full) if run is None else run.embedding[None]  # (1, hidden)
         outs = torch.cat([output_of(model, batch_of(variants[s]))
                           for s in _chunks(n, n - 1)])                 # (n, hidden)
         return change(model, base, outs).float()
-    logits, _ = forward(model, full)
+    logits = forward(model, full)[0] if run is None else run.logits[None]   # (1, n, vocab)
     base = token_nll(model, logits, full)[0]                           # (n,)
     out = torch.empty(n)
     for s in _chunks(n, n - 1):
@@ -331,7 +336,7 @@ def token_importance(model: M.LoadedModel, texts) -> pd.DataFrame:
         grad, _ = gradients(model, ids)
         frame = pd.DataFrame({"text": index, "position": range(run.n), "token": run.tokens,
                               "special": [i in model.special_ids for i in ids],
-                              "occlusion": occlusion(model, ids).numpy(),
+                              "occlusion": occlusion(model, ids, run).numpy(),
                               "gradient": grad.numpy()})
         for name, values in attention_scores(model, run).items():
             for layer in range(model.layers):

@@ -121,10 +121,15 @@ def test_batched_head_ablation_equals_a_hand_written_hook(tiny, name):
 
 
 @pytest.mark.parametrize("name", ["bert_base", "gpt2", "bert"])
-def test_batched_occlusion_equals_one_forward_per_removal(tiny, name):
+@pytest.mark.parametrize("how", ["one_batch", "chunks_of_2_base_from_run"])
+def test_batched_occlusion_equals_one_forward_per_removal(tiny, name, how, monkeypatch):
     loaded = M.load_model(str(tiny[name]))
     ids = I.ids_of(loaded, TEXT)
-    got = I.occlusion(loaded, ids)
+    if how == "one_batch":
+        got = I.occlusion(loaded, ids)
+    else:   # several forwards (the last one shorter), the base taken from the text's run
+        monkeypatch.setattr(I, "BATCH_TOKENS", 2 * (len(ids) - 1))
+        got = I.occlusion(loaded, ids, loaded.run(TEXT))
     n = len(ids)
     for j in range(n):
         rest = ids[:j] + ids[j + 1:]
