@@ -50,9 +50,15 @@ import torch.nn.functional as F
 
 from . import flow as flowlib
 from . import models as M
+from .errors import UserError
 from .headstats import head_stats, rollout
 
 BATCH_TOKENS = 4096          # pieces per batched forward (copies x length)
+# Occlusion runs n texts of n - 1 pieces per text (work grows as n^2 per text, about 10 forward
+# passes' worth at 32 pieces): a page refuses longer texts, and more pieces over all texts,
+# with a sentence instead of minutes of one CPU on a shared server.
+MAX_PIECES = 128             # pieces of one text
+MAX_TOTAL_PIECES = 384       # pieces over all texts
 TAUS = tuple(float(2.0 ** e) for e in np.linspace(-2, 2, 7))   # 0.25 ... 4
 PAIRS_FILE = Path(__file__).parent / "data" / "sentence_pairs.tsv"
 SCORES = ("attention", "attention_mean", "rollout", "flow", "norm")
@@ -246,6 +252,19 @@ def _chunks(count: int, length: int):
 
 def ids_of(model: M.LoadedModel, text: str) -> list[int]:
     return model.encode(text)["input_ids"][0].tolist()
+
+
+def check_texts(model: M.LoadedModel, texts) -> None:
+    """UserError when a text (or all of them) has more pieces than this page measures
+    (MAX_PIECES, MAX_TOTAL_PIECES), or when the model cannot read it (LoadedModel.encode)."""
+    total = 0
+    for index, text in enumerate(texts):
+        n = len(ids_of(model, text))
+        if n > MAX_PIECES:
+            raise UserError("importance.too_long", text=index + 1, pieces=n, limit=MAX_PIECES)
+        total += n
+    if total > MAX_TOTAL_PIECES:
+        raise UserError("importance.too_many_pieces", pieces=total, limit=MAX_TOTAL_PIECES)
 
 
 def occlusion(model: M.LoadedModel, ids: list[int],

@@ -12,7 +12,8 @@ from attention.spec import AttentionSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_FILES = ["app.py", "pages/1_Heatmap.py", "pages/2_Score_analysis.py",
-              "pages/3_Model_heads.py", "pages/4_Is_sharper_better.py"]
+              "pages/3_Model_heads.py", "pages/4_Is_sharper_better.py",
+              "pages/5_Does_the_model_use_it.py"]
 
 
 def open_page(path: str, spec: AttentionSpec | None = None, *, timeout: float = 60,

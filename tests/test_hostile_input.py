@@ -14,7 +14,7 @@ import functools
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -25,8 +25,9 @@ from attention.i18n import catalog
 from attention.spec import AttentionSpec
 from attention.tokens import MAX_INPUT_CHARS, MAX_TOKEN_CHARS, MAX_TOKENS
 from tests.apptest import PAGE_FILES, ROOT, chart_frames, open_page
+from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
-INPUT, HEATMAP, SCORES, MODEL, SHARPER = PAGE_FILES
+INPUT, HEATMAP, SCORES, MODEL, SHARPER, IMPORTANCE = PAGE_FILES
 PARSER_PAGES = (INPUT, HEATMAP)   # refused before any computation: the sidebar is the same
 TOKEN_PAGES = (INPUT, HEATMAP, SCORES)  # pages that show the input tokens themselves
 SPEC_PAGES = (INPUT, HEATMAP, SCORES)   # settings only the toy model reads (d_k, heads, seed)
@@ -147,6 +148,13 @@ CASES = [
         source="pretrained", text="x" * (MAX_INPUT_CHARS + 1)),
     Case("pretrained_too_long", params={"source": "pretrained", "tokens": _words(600)},
          refused="model.too_long"),
+    # the importance page removes each piece in turn: refused past its own caps on MiniLM
+    # (before any forward pass), while MiniLM itself would read them
+    Case("importance_text_over_cap", params={"tokens": _words(100)}, pages=(IMPORTANCE,),
+         page_errors={IMPORTANCE: "importance.too_long"}),
+    Case("importance_lines_over_cap", params={
+        "source": "pretrained", "tokens": "a", "text": "\n".join(["one two three four"] * 80)},
+        pages=(IMPORTANCE,), page_errors={IMPORTANCE: "importance.too_many_pieces"}),
     Case("temperature_min_causal_dk_max", params={"temperature": "0.01", "causal": "1",
                                                   "d_k": "1024"}),
     # ---- extreme settings ---------------------------------------------------------------------
@@ -395,11 +403,30 @@ def test_hostile_input_on_the_sharper_page(monkeypatch):
     assert not failures, "\n".join(failures)
 
 
+# The importance page on everything else that reaches a model, on a tiny BERT sentence model
+# (on MiniLM each case costs half a minute: occlusion, 72 ablations, pruning and a sweep).
+IMPORTANCE_CASES = ("empty", "one_token", "at_token_limit", "emoji_zwj_typed", "html_script",
+                    "markdown", "vega_expression_quotes", "numbers_as_text", "zero_width",
+                    "control_chars_typed", "chinese_mixed_html_typed",
+                    "pretrained_hostile_text_field", "url_chinese_refusal")
+
+
+@pytest.mark.parametrize("name", IMPORTANCE_CASES)
+def test_hostile_input_on_the_importance_page(name, tiny, monkeypatch):
+    from attention.ui import importance_view
+
+    monkeypatch.setattr(importance_view, "model_source", lambda spec: str(tiny["bert_base"]))
+    case = next(c for c in CASES if c.name == name)
+    if name == "at_token_limit":         # the tiny model reads 64 pieces
+        case = replace(case, page_errors={IMPORTANCE: "models.too_long"})
+    check(case, IMPORTANCE)
+
+
 def test_the_cases_cover_the_brief():
     """At least 40 distinct cases; the sharper page's list names real cases."""
     names = [c.name for c in CASES]
     assert len(set(names)) == len(names) >= 40
-    assert set(SHARPER_CASES) <= set(names)
+    assert set(SHARPER_CASES) <= set(names) and set(IMPORTANCE_CASES) <= set(names)
 
 
 @pytest.mark.parametrize("page", [HEATMAP, SCORES, MODEL])   # the sidebar is the same on all

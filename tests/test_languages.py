@@ -11,7 +11,8 @@ from tests.conftest import UI_TIMEOUT, wait_for_app
 
 TITLES = {"app.py": "nav.input", "pages/1_Heatmap.py": "nav.heatmap",
           "pages/2_Score_analysis.py": "nav.scores", "pages/3_Model_heads.py": "nav.model",
-          "pages/4_Is_sharper_better.py": "nav.sharper"}
+          "pages/4_Is_sharper_better.py": "nav.sharper",
+          "pages/5_Does_the_model_use_it.py": "nav.importance"}
 
 
 @pytest.fixture

@@ -73,6 +73,11 @@ def draw_importance(spec) -> None:
     if not texts:
         st.info(t("importance.no_text"), icon=":material/info:")
         return
+    try:
+        imp.check_texts(model, texts)
+    except UserError as err:
+        st.error(message(err), icon=":material/error:")
+        return
     last = model.layers - 1
     layer = view_widget(LAYER_KEY, st.selectbox, default=last, cast=int,
                         valid=lambda value: 0 <= value <= last, label=t("importance.sweep_layer"),
