@@ -10,6 +10,7 @@ from attention import models as M
 from attention.importance_conclusions import conclusions
 from attention.spec import AttentionSpec
 from tests.apptest import chart_frames, open_page
+from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
 TEXT = "the cat sat on the mat ."
 
@@ -76,3 +77,28 @@ def test_words_only_toggle_recomputes_the_table_without_special_pieces(page, fra
     shown = " ".join(m.value for m in page.markdown)
     for c in conclusions(I.layer_agreement(tokens, words_only=True), frames[3]):
         assert c.text("en") in shown
+
+
+def test_each_frame_is_computed_once_per_text_and_model(tiny, monkeypatch):
+    """A rerun, the words-only toggle and another layer's sweep read the frames back from the
+    server's store: each computation runs once per (model, texts) (sweeps once per layer)."""
+    from attention.ui import importance_view
+
+    calls = []
+    for name in ("token_importance", "head_importance", "pruning_curve", "temperature_sweep"):
+        real = getattr(I, name)
+        monkeypatch.setattr(I, name, lambda *a, _real=real, _name=name, **k:
+                            calls.append(_name) or _real(*a, **k))
+    monkeypatch.setattr(importance_view, "model_source", lambda spec: str(tiny["bert_base"]))
+    at = open_page("pages/5_Does_the_model_use_it.py", AttentionSpec(tokens=tuple(TEXT.split())))
+    assert not at.exception and not at.error
+    assert sorted(calls) == ["head_importance", "pruning_curve", "temperature_sweep",
+                             "token_importance"]
+    at.run()
+    at.toggle(key="view_imp_words").set_value(True).run()
+    assert not at.exception and len(calls) == 4
+    at.selectbox(key="view_imp_layer").set_value(0).run()
+    assert not at.exception and calls.count("temperature_sweep") == 2 and len(calls) == 5
+    # another text is another entry
+    at.sidebar.text_area(key="in_text").input("a dog barked").run()
+    assert not at.exception and calls.count("token_importance") == 2

@@ -22,8 +22,13 @@ def agreement_chart(agreement: pd.DataFrame, lang: str) -> alt.Chart:
     chart = alt.Chart(data).mark_line(point=True).encode(
         x=alt.X("layer:O", title=_t(lang, "axis_layer")),
         y=alt.Y("spearman:Q", title=_t(lang, "axis_spearman"), scale=alt.Scale(domain=[-1, 1])),
-        color=alt.Color("score_label:N", title=_t(lang, "axis_score")),
-        strokeDash=alt.StrokeDash("target_label:N", title=_t(lang, "axis_target")),
+        # labels in full (the longest, "raw attention (readout query)", was cut at 160 px);
+        # the dash legend draws lines, so its two entries look as the lines do
+        color=alt.Color("score_label:N", title=_t(lang, "axis_score"),
+                        legend=alt.Legend(labelLimit=320)),
+        strokeDash=alt.StrokeDash("target_label:N", title=_t(lang, "axis_target"),
+                                  legend=alt.Legend(symbolType="stroke", symbolStrokeColor="#555",
+                                                    symbolStrokeWidth=2, labelLimit=320)),
         tooltip=["layer", "score_label", "target_label", alt.Tooltip("spearman:Q", format=".2f")],
     ).properties(width=420, height=260)
     return natural_size(chart)
@@ -35,7 +40,8 @@ def heads_chart(heads: pd.DataFrame, lang: str) -> alt.Chart:
     chart = alt.Chart(data).mark_circle(size=60).encode(
         x=alt.X("max_weight:Q", title=_t(lang, "axis_max_weight")),
         y=alt.Y("ablation:Q", title=_t(lang, "axis_ablation")),
-        color=alt.Color("layer:O", title=_t(lang, "axis_layer")),
+        # viridis: layer 0 stays visible (the default blues drew it near white)
+        color=alt.Color("layer:O", title=_t(lang, "axis_layer"), scale=alt.Scale(scheme="viridis")),
         tooltip=["layer", "head", alt.Tooltip("ablation:Q", format=".4f"),
                  alt.Tooltip("gradient:Q", format=".4f"), alt.Tooltip("max_weight:Q", format=".3f"),
                  alt.Tooltip("entropy:Q", format=".3f")],

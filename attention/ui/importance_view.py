@@ -1,6 +1,6 @@
 """The "Does the model use it?" page: token importance, head importance, pruning and a
-temperature sweep on the loaded model, each heavy result cached per (model, texts) with few
-entries (server memory is bounded), and conclusions written from the frames on screen."""
+temperature sweep on the loaded model, each heavy result cached per (model, texts) in the
+server's byte-bounded store, and conclusions written from the frames on screen."""
 from __future__ import annotations
 
 import pandas as pd
@@ -11,11 +11,11 @@ from .. import importance as imp
 from ..charts import importance as charts
 from ..errors import UserError
 from ..importance_conclusions import conclusions, fmt
+from . import cache
 from .state import flag, view_widget
 from .text import lang, message, t
 
 LAYER_KEY, WORDS_KEY = "imp_layer", "imp_words"
-CACHE = dict(max_entries=2, ttl="1h", show_spinner=False)
 
 
 def model_source(spec) -> str:
@@ -29,26 +29,29 @@ def texts_of(spec) -> tuple[str, ...]:
     return tuple(line.strip() for line in raw.splitlines() if line.strip())
 
 
-@st.cache_resource(**CACHE)
+# Each frame once per (model, texts) on this server, in the byte-bounded store every page
+# shares, computed in one of the gate's slots (these are the heaviest computations a visitor
+# can ask for): a rerun, a toggle or another session with the same text reads it back.
 def token_frame(source: str, texts: tuple[str, ...]) -> pd.DataFrame:
-    return imp.token_importance(models.load_model(source), texts)
+    return cache.cached("imp_tokens", (source, texts),
+                        lambda: imp.token_importance(models.load_model(source), texts))
 
 
-@st.cache_resource(**CACHE)
 def head_frame(source: str, texts: tuple[str, ...]) -> pd.DataFrame:
-    return imp.head_importance(models.load_model(source), texts)
+    return cache.cached("imp_heads", (source, texts),
+                        lambda: imp.head_importance(models.load_model(source), texts))
 
 
-@st.cache_resource(**CACHE)
-def pruning_frame(source: str, texts: tuple[str, ...]) -> pd.DataFrame:
-    model = models.load_model(source)
-    return imp.pruning_curve(model, head_frame(source, texts), texts)
+def pruning_frame(source: str, texts: tuple[str, ...], heads: pd.DataFrame) -> pd.DataFrame:
+    """heads: head_frame(source, texts), which ranks the heads."""
+    return cache.cached("imp_pruning", (source, texts),
+                        lambda: imp.pruning_curve(models.load_model(source), heads, texts))
 
 
-@st.cache_resource(max_entries=8, ttl="1h", show_spinner=False)
 def sweep_frame(source: str, texts: tuple[str, ...], layer: int) -> pd.DataFrame:
     """texts is () for a sentence model: its metric is the project's sentence pairs."""
-    return imp.temperature_sweep(models.load_model(source), texts, layers=(layer,))
+    return cache.cached("imp_sweep", (source, texts, layer), lambda: imp.temperature_sweep(
+        models.load_model(source), texts, layers=(layer,)))
 
 
 def agreement_table(agreement: pd.DataFrame, language: str) -> pd.DataFrame:
@@ -91,7 +94,7 @@ def draw_importance(spec) -> None:
         bar.progress(0.3, text=t("importance.progress_heads"))
         heads = head_frame(source, texts)
         bar.progress(0.5, text=t("importance.progress_pruning"))
-        pruning = pruning_frame(source, texts)
+        pruning = pruning_frame(source, texts, heads)
         bar.progress(0.8, text=t("importance.progress_sweep", layer=layer))
         sweep = sweep_frame(source, texts if model.head != "none" else (), layer)
     except UserError as err:
