@@ -6,6 +6,14 @@ one batch element per head, forwards of at most BATCH_TOKENS pieces; target <= 2
 occlusion of each of its 32 pieces (`importance.occlusion`, the 32 shortened texts in one
 batch; target <= 10x).
 
+Occlusion's floor: with exact semantics every shortened text runs through every layer (in a
+bidirectional encoder no row of it equals a row of another text after layer 0), so its
+matrix products are 32 x 31 = 992 pieces' worth, 31 times those of the 32-piece forward.
+Profiled (torch.profiler, one thread): about 80% of occlusion's time is aten::addmm running
+at the CPU's matmul peak, while the 32-piece forward is only about half matmul (the rest is
+per-layer work that batching amortises). So the ratio cannot go much below ~14x on such a
+CPU; the 10x target assumed a forward dominated by per-call overhead.
+
     python -m bench.importance
 """
 from __future__ import annotations
