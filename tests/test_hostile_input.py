@@ -411,11 +411,13 @@ IMPORTANCE_CASES = ("empty", "one_token", "at_token_limit", "emoji_zwj_typed", "
                     "pretrained_hostile_text_field", "url_chinese_refusal")
 
 
-@pytest.mark.parametrize("name", IMPORTANCE_CASES)
-def test_hostile_input_on_the_importance_page(name, tiny, monkeypatch):
+@pytest.mark.parametrize("name, model", [*((n, "bert_base") for n in IMPORTANCE_CASES),
+                                         ("one_token", "gpt2"), ("html_script", "gpt2")])
+def test_hostile_input_on_the_importance_page(name, model, tiny, monkeypatch):
+    """The same checks as every page; gpt2: an LM's loss instead of an embedding."""
     from attention.ui import importance_view
 
-    monkeypatch.setattr(importance_view, "model_source", lambda spec: str(tiny["bert_base"]))
+    monkeypatch.setattr(importance_view, "model_source", lambda spec: str(tiny[model]))
     case = next(c for c in CASES if c.name == name)
     if name == "at_token_limit":         # the tiny model reads 64 pieces
         case = replace(case, page_errors={IMPORTANCE: "models.too_long"})
