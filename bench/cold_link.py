@@ -20,7 +20,6 @@ picker until the page's script has run again, is idle and every chart has drawn;
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from attention.diskcache import ENV as CACHE_ENV
 from attention.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
+from bench.browser import PROBE, chromium
 from bench.timing import print_table, row
 
 BARE = '''
@@ -44,49 +44,6 @@ st.altair_chart(alt.Chart(pd.DataFrame({"x": list("abcdefghij"), "y": [head + i 
 
 PAGES = {"Input": "", "Heatmap": "Heatmap", "Score analysis": "Score_analysis",
          "Model heads": "Model_heads", "Is sharper better?": "Is_sharper_better"}
-
-# Every animation frame: is the app connected, its script idle, no skeleton left, and every
-# chart in the main area drawn (a canvas with a painted pixel, an SVG with marks, an image
-# loaded)? `window.__runs` counts the script runs seen (attribute flips to "running").
-PROBE = """
-(() => {
-  const drawn = (el) => {
-    const img = el.querySelector('img');
-    if (img) return img.complete && img.naturalWidth > 0;
-    const cv = el.querySelector('canvas');
-    if (cv && cv.width) {
-      const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
-      for (let i = 3; i < d.length; i += 4 * 29) if (d[i]) return true;
-      return false;
-    }
-    return !!el.querySelector('svg .role-mark path, svg .role-mark text, svg .mark-rect path');
-  };
-  window.__runs = 0;
-  let state = null;
-  window.__ready = () => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    if (!app || app.getAttribute('data-test-connection-state') !== 'CONNECTED') return false;
-    if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-    if (document.querySelector('[data-testid="stSkeleton"]')) return false;
-    if (!document.querySelector('[data-testid="stMain"] h1')) return false;
-    const charts = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stVegaLiteChart"]')];
-    return charts.every(drawn);
-  };
-  const tick = () => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    const now = app && app.getAttribute('data-test-script-state');
-    if (now === 'running' && state !== 'running') window.__runs += 1;
-    state = now;
-    if (window.__runs > 0 && window.__ready()) {
-      if (window.__done === undefined) window.__done = performance.now();
-    } else {
-      window.__done = undefined;
-    }
-    requestAnimationFrame(tick);
-  };
-  requestAnimationFrame(tick);
-})();
-"""
 
 
 def spec_url(base: str, path: str, n: int) -> str:
@@ -181,9 +138,7 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
 
     from tests.conftest import CHROMIUM_FLAGS, ROOT
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        raise RuntimeError("no chromium on PATH (apt-get install chromium)")
+    exe = chromium()
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         bare = Path(tmp) / "bare_page.py"

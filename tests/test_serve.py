@@ -3,14 +3,25 @@ thread (attention/ui/warmup.py), whose results the pages then use instead of rec
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 import serve
-from attention import diskcache
+from attention import diskcache, models
 from attention import experiment as ex
+from attention.spec import AttentionSpec
 from attention.ui import warmup
-from tests.apptest import ROOT, run_page
+from tests.apptest import ROOT, chart_frames, run_page
+
+# A page script that holds its run open until the test lets it go (test_page_running_...).
+RUNNING, RELEASE = threading.Event(), threading.Event()
+HELD_PAGE = """
+from tests.test_serve import RELEASE, RUNNING
+RUNNING.set()
+RELEASE.wait(60)
+"""
 
 
 @pytest.fixture
@@ -72,3 +83,87 @@ def test_sharper_page_uses_what_the_warm_up_stored(tmp_path, monkeypatch):
     at = run_page("pages/4_Is_sharper_better.py", train_seed="0")
     assert not at.exception
     assert len(at.get("vega_lite_chart")) == 5
+
+
+def test_deferred_steps_wait_until_no_page_is_running():
+    page = threading.Event()
+    page.set()                                        # a visitor's page is being drawn
+    log = []
+
+    def step(name):
+        return name, lambda: log.append((name, page.is_set()))
+
+    steps = (step("imports"), step("analysis"), step("model"), step("sharper"))
+    thread = threading.Thread(target=warmup.warm_up,
+                              args=(steps, {"model", "sharper"}, page.is_set, 0.2))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while len(log) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.5)                                   # longer than the quiet period
+    assert log == [("imports", True), ("analysis", True)]   # cheap steps first, heavy ones held
+    page.clear()
+    thread.join(10)
+    assert log == [("imports", True), ("analysis", True), ("model", False), ("sharper", False)]
+
+
+def test_the_quiet_period_restarts_when_a_page_runs_again():
+    runs = iter([False, False, True, False, False, False, False])   # one look per poll
+    busy_looks = []
+
+    def busy():
+        busy_looks.append(next(runs, False))
+        return busy_looks[-1]
+
+    warmup.wait_until_quiet(busy, quiet=0.1, poll=0.04)
+    assert len(busy_looks) >= 5 and busy_looks[2] is True   # it kept looking after the run
+    assert warmup.wait_until_quiet(lambda: True, quiet=0.0, limit=0.2, poll=0.05) >= 0.2
+
+
+def test_page_running_sees_a_script_run_in_progress():
+    RUNNING.clear()
+    RELEASE.clear()
+    at = AppTest.from_string(HELD_PAGE, default_timeout=60)
+    thread = threading.Thread(target=at.run)
+    thread.start()
+    try:
+        assert RUNNING.wait(30)
+        assert warmup.page_running()
+    finally:
+        RELEASE.set()
+        thread.join(60)
+    deadline = time.monotonic() + 10
+    while warmup.page_running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not warmup.page_running()
+
+
+def test_a_model_link_during_the_warm_up_loads_the_model_once(monkeypatch):
+    """The page's run loads the model itself (the warm-up's model step waits for it to end),
+    draws once, and the warm-up's step then finds the model loaded."""
+    loads = []
+    real_load = models._load
+
+    def counting_load(*args, **kwargs):
+        loads.append(threading.current_thread().name)
+        return real_load(*args, **kwargs)
+
+    models._bundled.cache_clear()
+    monkeypatch.setattr(models, "_load", counting_load)
+    times = {}
+
+    def warm():
+        deadline = time.monotonic() + 60
+        while not warmup.page_running() and time.monotonic() < deadline:
+            time.sleep(0.01)                          # the link arrived first
+        times.update(warmup.warm_up((("model", warmup._model),), quiet=0.2))
+
+    thread = threading.Thread(target=warm)
+    thread.start()
+    spec = AttentionSpec(tokens=("the", "cat", "sat"), source="pretrained")
+    at = run_page("pages/3_Model_heads.py", spec)
+    thread.join(120)
+    assert not at.exception and not at.error
+    assert any({"layer", "head"} <= set(f) for f in chart_frames(at))   # the 72-head grid
+    assert "model" in times                           # the warm-up's step ran, and succeeded
+    assert loads == [warmup.SCRIPT_THREAD]            # once, by the page
