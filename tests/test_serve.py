@@ -94,17 +94,40 @@ def test_deferred_steps_wait_until_no_page_is_running():
         return name, lambda: log.append((name, page.is_set()))
 
     steps = (step("imports"), step("analysis"), step("model"), step("sharper"))
+    def page_after_imports():
+        return page.is_set() and bool(log)            # the visitor arrives during the imports
+
     thread = threading.Thread(target=warmup.warm_up,
-                              args=(steps, {"model", "sharper"}, page.is_set, 0.2))
+                              args=(steps, {"model", "sharper"}, page_after_imports, 0.2))
     thread.start()
     deadline = time.monotonic() + 10
-    while len(log) < 2 and time.monotonic() < deadline:
+    while not log and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(0.5)                                   # longer than the quiet period
-    assert log == [("imports", True), ("analysis", True)]   # cheap steps first, heavy ones held
+    assert log == [("imports", True)]                 # no step started during the page's run
     page.clear()
     thread.join(10)
-    assert log == [("imports", True), ("analysis", True), ("model", False), ("sharper", False)]
+    assert log == [("imports", True), ("analysis", False), ("model", False), ("sharper", False)]
+
+
+def test_deferred_steps_wait_for_a_quiet_period_after_the_last_run():
+    runs = [True] * 3                                 # a page runs for the first three looks
+    idle_looks = []                                   # then the warm-up sees no page running
+    log = []
+
+    def busy():
+        if runs:
+            return runs.pop(0)
+        idle_looks.append(1)
+        return False
+
+    def step(name):
+        return name, lambda: log.append((name, len(idle_looks)))
+
+    warmup.warm_up((step("analysis"), step("model")), {"model"}, busy, quiet=0.3)
+    assert [name for name, _ in log] == ["analysis", "model"]
+    assert log[0][1] == 1                             # a cheap step: at the first idle look
+    assert log[1][1] >= 3                             # a deferred one: idle for a while first
 
 
 def test_the_quiet_period_restarts_when_a_page_runs_again():

@@ -8,12 +8,14 @@ lock, and the warm-up goes through the pages' own cached functions, whose per-ke
 a second caller wait for the first computation instead of repeating it. A failing step is
 logged and skipped (the pages compute what they need themselves).
 
-The warm-up yields to visitors. The cheap steps every page needs come first; the heavy ones
-(DEFERRED: importing transformers, loading the model, training) wait until no page has been
-drawn for QUIET seconds: on a small server they would otherwise take the cores from the
-first visitor's page (measured: a cold Model heads link at 6.4x a bare page with the model
-loading beside it). A page that needs the model before then loads it itself, through the
-same cache entry, so the warm-up later finds it loaded instead of loading it twice.
+The warm-up yields to visitors: no step starts while a page's script runs (the step under
+way when a visitor arrives finishes; a page that needs what the warm-up had not done yet does
+it itself). The cheap steps every page needs come first; the heavy ones (DEFERRED: importing
+transformers, loading the model, training) also wait until no page has run for QUIET seconds:
+on a small server they would otherwise take the cores from the first visitor's page
+(measured: a cold Model heads link at 6.4x a bare page with the model loading beside it). A
+page that needs the model before then loads it itself, through the same cache entry, so the
+warm-up later finds it loaded instead of loading it twice.
 """
 from __future__ import annotations
 
@@ -131,16 +133,17 @@ def wait_until_quiet(busy: Callable[[], bool] = page_running, quiet: float = QUI
 
 def warm_up(steps=STEPS, deferred=DEFERRED, busy: Callable[[], bool] = page_running,
             quiet: float = QUIET) -> dict[str, float]:
-    """Run every step in order, a deferred one only once no page has run for `quiet` seconds;
-    log each step's time (and its wait); a failing step is logged and skipped."""
+    """Run every step in order, each once no page is running, a deferred one once no page has
+    run for `quiet` seconds; log each step's time (and its wait); a failing step is logged
+    and skipped."""
     from streamlit.logger import get_logger
 
     log = get_logger(__name__)
     times = {}
     for name, step in steps:
-        if name in deferred:
-            waited = wait_until_quiet(busy, quiet)
-            log.info("warm-up: %s waited %.2f s for the pages to rest", name, waited)
+        waited = wait_until_quiet(busy, quiet if name in deferred else 0.0)
+        if waited >= POLL:
+            log.info("warm-up: %s waited %.2f s for the pages", name, waited)
         start = time.perf_counter()
         try:
             step()
