@@ -2,6 +2,7 @@
 thread (attention/ui/warmup.py), whose results the pages then use instead of recomputing."""
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -67,6 +68,12 @@ def test_every_page_module_the_warm_up_imports_exists():
     warmup._pages()          # raises if a module it names was renamed
 
 
+def test_the_transformers_step_does_a_model_loads_first_step():
+    warmup._transformers()
+    assert "transformers" in sys.modules
+    assert models._register.cache_info().currsize == 1     # registered: a load skips it
+
+
 def test_sharper_page_uses_what_the_warm_up_stored(tmp_path, monkeypatch):
     monkeypatch.setenv(diskcache.ENV, str(tmp_path))
     monkeypatch.setattr(ex, "SHARPEN_STEPS", 20)
@@ -110,37 +117,53 @@ def test_deferred_steps_wait_until_no_page_is_running():
     assert log == [("imports", True), ("analysis", False), ("model", False), ("sharper", False)]
 
 
-def test_deferred_steps_wait_for_a_quiet_period_after_the_last_run():
+class FakeClock:
+    """warmup's time.monotonic and time.sleep on a clock that only sleep() moves (a loaded
+    machine's late wake-ups cannot change what the warm-up sees)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+    def perf_counter(self):
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(warmup, "time", fake)
+    return fake
+
+
+def test_deferred_steps_wait_for_a_quiet_period_after_the_last_run(clock):
     runs = [True] * 3                                 # a page runs for the first three looks
-    idle_looks = []                                   # then the warm-up sees no page running
     log = []
 
     def busy():
-        if runs:
-            return runs.pop(0)
-        idle_looks.append(1)
-        return False
+        return runs.pop(0) if runs else False
 
     def step(name):
-        return name, lambda: log.append((name, len(idle_looks)))
+        return name, lambda: log.append((name, clock.now))
 
-    warmup.warm_up((step("analysis"), step("model")), {"model"}, busy, quiet=0.3)
-    assert [name for name, _ in log] == ["analysis", "model"]
-    assert log[0][1] == 1                             # a cheap step: at the first idle look
-    assert log[1][1] >= 3                             # a deferred one: idle for a while first
+    warmup.warm_up((step("analysis"), step("model")), {"model"}, busy, quiet=1.0)
+    # the run's last look is at 0.10 s: analysis at the first idle look, model 1 s later
+    one_poll = warmup.POLL * 1.01
+    assert log == [("analysis", pytest.approx(0.15, abs=one_poll)),
+                   ("model", pytest.approx(1.15, abs=one_poll))]
 
 
-def test_the_quiet_period_restarts_when_a_page_runs_again():
-    runs = iter([False, False, True, False, False, False, False])   # one look per poll
-    busy_looks = []
-
-    def busy():
-        busy_looks.append(next(runs, False))
-        return busy_looks[-1]
-
-    warmup.wait_until_quiet(busy, quiet=0.1, poll=0.04)
-    assert len(busy_looks) >= 5 and busy_looks[2] is True   # it kept looking after the run
-    assert warmup.wait_until_quiet(lambda: True, quiet=0.0, limit=0.2, poll=0.05) >= 0.2
+def test_the_quiet_period_restarts_when_a_page_runs_again(clock):
+    looks = iter([False, False, True, False])                      # then False for ever
+    assert warmup.wait_until_quiet(lambda: next(looks, False), quiet=0.1,
+                                   poll=0.04) == pytest.approx(0.08 + 0.12, abs=0.041)
+    assert warmup.wait_until_quiet(lambda: True, quiet=0.0, limit=0.2,
+                                   poll=0.05) == pytest.approx(0.2, abs=0.051)   # gives up
 
 
 def test_page_running_sees_a_script_run_in_progress():

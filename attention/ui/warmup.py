@@ -84,7 +84,7 @@ def _analysis() -> None:
 def _transformers() -> None:
     from attention import models
 
-    models._register()        # imports transformers once, under models' lock
+    models.import_transformers()      # once per process, under models' import lock
 
 
 def _model() -> None:
