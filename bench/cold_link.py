@@ -3,7 +3,8 @@
 Cold first paint: for each page, a freshly started server gets the deep link as its very first
 request; the time runs from navigation start until the script has finished, no widget skeleton
 is left and every chart in the main area has drawn. The baseline is a bare Streamlit page
-(title + one small chart) measured the same way, each on its own fresh server, in the same run.
+(title + one small chart) measured the same way, each on its own fresh server, in the same run,
+at the start and the end of every round.
 
 The app is started as a user starts it, `python serve.py` (the server plus its warm-up
 thread), with a disk cache filled once by `python -m attention.experiment_cache` as the Docker
@@ -149,7 +150,9 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
         plan = _measurements(str(bare), before)
         cold: dict[str, list[float]] = {name: [] for name in plan}
         browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
-        names = list(cold)
+        # The baseline opens and closes every round: every ratio rests on it, and on a shared
+        # machine one sample of a 2-3 s page swings by seconds.
+        names = ["bare page", *(name for name in cold if name != "bare page"), "bare page"]
         for r in range(rounds):
             for name in names if r % 2 == 0 else reversed(names):
                 script, path, empty = plan[name]
@@ -175,4 +178,6 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
 
 
 if __name__ == "__main__":
-    print_table(run(before="--before" in sys.argv, clicks_too="--no-clicks" not in sys.argv))
+    rounds = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--rounds=")), 2)
+    print_table(run(rounds=rounds, before="--before" in sys.argv,
+                    clicks_too="--no-clicks" not in sys.argv))
