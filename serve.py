@@ -5,7 +5,8 @@
 is `streamlit run app.py [options]` in the same process as a warm-up thread started first
 (attention/ui/warmup.py: imports, the bundled model, the default views' results), so a shared
 link to a freshly started server does not wait for work that could have started earlier.
-A deep link works while the warm-up runs. `streamlit run app.py` works too, without the
+A deep link works while the warm-up runs, and the warm-up gives way to it: no step starts
+while a page is being drawn, and the model load and training wait until the pages rest. `streamlit run app.py` works too, without the
 warm-up; ATTENTION_EXPLORER_WARMUP=0 turns it off here (the model then stays out of memory
 until someone asks for it).
 

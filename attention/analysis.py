@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 
 from . import metrics
-from .core import AttentionResult, attention, causal_mask
+from .core import AttentionResult, attention, causal_mask, scores
 from .embed import embed
 from .heads import project
 from .spec import AttentionSpec
@@ -90,8 +90,9 @@ class Analysis:
         return self.result(False)
 
     def raw_scores(self, head: int | slice = slice(None)) -> torch.Tensor:
-        """q.k^T before any scale or temperature: (n, n) for one head, (heads, n, n) for a slice."""
-        return self.q[head] @ self.k[head].transpose(-2, -1)
+        """q.k^T before any scale or temperature (core.scores): (n, n) for one head, (heads, n, n)
+        for a slice."""
+        return scores(self.q[head], self.k[head])
 
     @cached_property
     def digest(self) -> str:

@@ -27,6 +27,14 @@ def causal_mask(n_q: int, n_k: int | None = None, *, device=None) -> torch.Tenso
     return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril(diagonal=n_k - n_q)
 
 
+def scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """The raw scores q k^T, unscaled and unmasked: q (..., n_q, d_k), k (..., n_k, d_k) ->
+    (..., n_q, n_k) (for one head's (n, d_k) inputs, (n, n); for all heads', (heads, n, n)).
+    The one place the project multiplies queries by keys: attention() scales these, and the
+    pages' "raw score" columns and histograms are these."""
+    return torch.matmul(q, k.transpose(-2, -1))                   # (..., n_q, n_k)
+
+
 def _softmax_rows(logits: torch.Tensor, dead: torch.Tensor | None) -> torch.Tensor:
     """torch.softmax (max-subtracted, one fused pass) with the rows flagged in `dead`
     (broadcastable to (..., n_q, 1)) set to zeros. Those rows are softmaxed as zeros first,
@@ -50,9 +58,38 @@ def _cannot_overflow(q: torch.Tensor, k: torch.Tensor, factor: float) -> bool:
 def _wide_logits(q: torch.Tensor, k: torch.Tensor, factor: float) -> torch.Tensor:
     """q @ k^T * factor in float64 (at least); what still overflows saturates, NaN -> 0."""
     wide = torch.promote_types(torch.promote_types(q.dtype, k.dtype), torch.float64)
-    logits = torch.matmul(q.to(wide), k.to(wide).transpose(-2, -1)) * factor
+    logits = scores(q.to(wide), k.to(wide)) * factor              # (..., n_q, n_k)
     big = torch.finfo(wide).max
     return logits.nan_to_num(nan=0.0, posinf=big, neginf=-big)
+
+
+def _logits(q: torch.Tensor, k: torch.Tensor, factor: float,
+            raw: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(scores(q, k) * factor in q's dtype, the same in float64 or None): the float64 copy
+    exists only when a logit could leave float range (huge inputs, tiny temperatures); the
+    softmax then runs on it, where they fit, so a saturated row still picks the true argmax,
+    and the first saturates at the dtype's largest finite value instead of inf or NaN.
+    raw: scores(q, k) when the caller has it already (left unchanged)."""
+    if raw is None:
+        logits = scores(q, k)                                     # (..., n_q, n_k)
+        if factor != 1.0:
+            logits.mul_(factor)
+    else:
+        logits = raw * factor                                     # (..., n_q, n_k) a copy
+    if not logits.numel() or _cannot_overflow(q, k, factor):
+        return logits, None
+    exact = _wide_logits(q, k, factor)                            # (..., n_q, n_k) float64
+    big = torch.finfo(logits.dtype).max
+    return exact.clamp(-big, big).to(logits.dtype), exact
+
+
+def logits(q: torch.Tensor, k: torch.Tensor, factor: float,
+           raw: torch.Tensor | None = None) -> torch.Tensor:
+    """The logits attention() gives its softmax, q k^T * factor (factor = scale / temperature),
+    unmasked: (..., n_q, n_k), saturating at the dtype's largest finite value as
+    AttentionResult.scores does, never inf or NaN for finite q and k. raw: scores(q, k) if
+    the caller has it (saves the product)."""
+    return _logits(q, k, factor, raw)[0]
 
 
 def _mask_fill(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -85,24 +122,14 @@ def attention(
     d_k = q.shape[-1]
     scale = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
     factor = scale / temperature
-    scores = torch.matmul(q, k.transpose(-2, -1))                 # (..., n_q, n_k)
-    if factor != 1.0:
-        scores.mul_(factor)
-    exact = None
-    if scores.numel() and not _cannot_overflow(q, k, factor):
-        # Logits beyond float range (huge inputs, tiny temperatures): the softmax runs on
-        # float64 logits, where they fit, so a saturated row still picks the true argmax;
-        # `scores` saturates at the dtype's largest finite value instead of inf or NaN.
-        exact = _wide_logits(q, k, factor)                        # (..., n_q, n_k) float64
-        big = torch.finfo(scores.dtype).max
-        scores = exact.clamp(-big, big).to(scores.dtype)
+    logits, exact = _logits(q, k, factor)                        # (..., n_q, n_k)
     dead = None
     if mask is not None:
         if mask.dtype != torch.bool:
             raise TypeError(f"mask must be boolean (True = may attend), got {mask.dtype}")
-        scores = _mask_fill(scores, mask)                         # (..., n_q, n_k)
+        logits = _mask_fill(logits, mask)                         # (..., n_q, n_k)
         exact = None if exact is None else _mask_fill(exact, mask)
         dead = ~mask.any(dim=-1, keepdim=True)                    # (..., n_q, 1) fully masked
-    weights = _softmax_rows(scores if exact is None else exact, dead).to(scores.dtype)
+    weights = _softmax_rows(logits if exact is None else exact, dead).to(logits.dtype)
     output = weights @ v                                          # (..., n_q, d_v)
-    return AttentionResult(scores=scores, weights=weights, output=output, scale=scale)
+    return AttentionResult(scores=logits, weights=weights, output=output, scale=scale)

@@ -5,6 +5,7 @@ import pandas as pd
 import torch
 
 from .analysis import Analysis
+from .core import scores
 
 CELL_COLUMNS = ["head", "query_pos", "query_token", "key_pos", "key_token",
                 "raw_score", "scaled_score", "weight", "unscaled_weight", "difference"]
@@ -25,7 +26,7 @@ def cells(a: Analysis, heads: list[int] | None = None, queries: range | None = N
     qs, ks = slice(queries.start, queries.stop), slice(keys.start, keys.stop)
     h = torch.tensor(heads, dtype=torch.long)
     # only the window's query rows are computed (each softmax row over every key), then cut
-    raw = a.q[:, qs][h] @ a.k[:, ks][h].transpose(-2, -1)             # (h, nq, nk)
+    raw = scores(a.q[:, qs][h], a.k[:, ks][h])                        # (h, nq, nk)
     sc, un = a.result(True, heads, qs), a.result(False, heads, qs)    # (h, nq, n) each
     scaled, w, uw = sc.scores[..., ks], sc.weights[..., ks], un.weights[..., ks]  # (h, nq, nk)
     hh, qq, kk = torch.meshgrid(h, torch.arange(queries.start, queries.stop),

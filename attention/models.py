@@ -286,6 +286,12 @@ def _register() -> None:
         AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
 
 
+def import_transformers() -> None:
+    """What every model load does first, on its own: import transformers and register the
+    core with it (once per process). The server's warm-up calls it ahead of the model."""
+    _register()
+
+
 # ---------------------------------------------------------------------------- results
 
 

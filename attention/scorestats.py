@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from . import metrics
+from .core import logits
 from .analysis import Analysis
 
 SERIES = ("raw", "scaled")       # q.k before any scale; the logits the softmax sees
@@ -41,12 +42,14 @@ def _finite_scores(a: Analysis, heads: list[int]) -> Iterator[tuple[str, np.ndar
     """(series, 1-D float32 finite scores of one head), head by head so memory stays at one
     (n, n) copy however many heads there are.
 
-    The scaled logits are q.k * scale / temperature, as core.attention makes them (one
-    matmul per head, no softmax: the Analysis keeps q and k, not the n x n scores)."""
+    The scaled logits are q.k * scale / temperature made by core.logits, as core.attention
+    makes them (saturating where they would leave float range; one matmul per head, no
+    softmax: the Analysis keeps q and k, not the n x n scores)."""
     keep = None if a.mask is None else np.flatnonzero(a.mask.numpy())   # allowed cells
+    factor = a.scale / a.spec.temperature
     for h in heads:
         raw = a.raw_scores(h)                                             # (n, n) q.k
-        scaled = (raw * (a.scale / a.spec.temperature)).numpy().ravel()   # (n * n,) logits
+        scaled = logits(a.q[h], a.k[h], factor, raw=raw).numpy().ravel()  # (n * n,) logits
         raw = raw.numpy().ravel()                                         # (n * n,)
         for series, values in (("raw", raw), ("scaled", scaled)):
             yield series, (values if keep is None else values[keep])

@@ -17,14 +17,14 @@ token and special tokens. Both, like `text`, are written to a link only when set
 """
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from dataclasses import dataclass, fields, replace
 from typing import Mapping
 
 from .errors import UserError
-from .tokens import CONTROL, MAX_TOKENS, check_length, parse_tokens
+from .tokens import (CONTROL, LINK_FORMAT, MAX_TOKENS, check_length, tokens_from_link,
+                     tokens_to_text)
 
 DEFAULT_TOKENS = ("the", "animal", "didn't", "cross", "the", "street",
                   "because", "it", "was", "too", "tired")
@@ -133,7 +133,7 @@ class AttentionSpec:
                 if value:
                     query[f.name] = "1" if value is True else value
             elif f.name == "tokens":
-                query[f.name] = _encode_tokens(value)
+                query[f.name] = tokens_to_text(value, LINK_FORMAT)
             elif isinstance(value, bool):
                 query[f.name] = "1" if value else "0"
             else:
@@ -185,17 +185,10 @@ def check_model(model: object) -> str:
     return model
 
 
-def _encode_tokens(tokens: tuple[str, ...]) -> str:
-    plain = " ".join(tokens)
-    if plain.split() == list(tokens) and not plain.startswith("["):
-        return plain
-    return json.dumps(list(tokens), ensure_ascii=False)
-
-
 def _decode(name: str, raw: str, default: object) -> object:
     """One query value -> the field's type; raises UserError (or ValueError) when malformed."""
     if name == "tokens":
-        return tuple(parse_tokens(raw, "json" if raw.lstrip().startswith("[") else "whitespace"))
+        return tuple(tokens_from_link(raw))
     if name == "text":
         return check_length(raw)
     if name == "model":

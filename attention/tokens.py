@@ -20,6 +20,7 @@ SEGMENTED = {"chinese": "words", "characters": "characters"}  # format -> segmen
 # The comma format also splits on the full-width comma, the enumeration comma and the
 # full-width semicolon, as Chinese text writes its lists.
 _COMMAS = re.compile(r"[,，、；]")
+LINK_FORMAT = "whitespace"  # how a share link's tokens are written when they need no JSON
 _COMMA = re.compile(",")           # what "auto" takes for a comma in text without Chinese
 
 # Control characters (NUL, bell, ...) are dropped; zero-width joiners and RTL marks are kept.
@@ -123,13 +124,24 @@ def parse_tokens(text: str, fmt: str = "auto", *, max_tokens: int = MAX_TOKENS) 
     return parse(text, fmt, max_tokens=max_tokens)[0]
 
 
-def tokens_to_text(tokens) -> str:
-    """Text that parse_tokens(text, "auto") turns back into exactly these tokens."""
+def tokens_to_text(tokens, fmt: str = "auto") -> str:
+    """Text that parse_tokens(text, fmt) turns back into exactly these tokens: the tokens
+    joined by spaces when that reads back and does not open with "[", else a JSON list.
+
+    The one token encoder: the sidebar's text box ("auto") and the share link
+    (spec.to_query, "whitespace"; a link's value opening with "[" is read as JSON, see
+    tokens_from_link); links written before both used it read back the same."""
     tokens = list(tokens)
     plain = " ".join(tokens)
     try:
-        if parse_tokens(plain, "auto") == tokens:
+        if not plain.startswith("[") and parse_tokens(plain, fmt) == tokens:
             return plain
     except TokenError:
         pass
     return json.dumps(tokens, ensure_ascii=False)
+
+
+def tokens_from_link(text: str) -> list[str]:
+    """The tokens of a link's `tokens` value (tokens_to_text(tokens, LINK_FORMAT)): a JSON
+    list if it opens with "[", else split on whitespace."""
+    return parse_tokens(text, "json" if text.lstrip().startswith("[") else LINK_FORMAT)

@@ -33,6 +33,7 @@ from urllib.parse import urlencode
 from attention.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
+from bench.browser import PROBE  # __inserted, __painted, __all: see bench/browser.py
 from bench.timing import print_table, row
 
 BASELINE = '''
@@ -49,40 +50,6 @@ else:
     st.altair_chart(alt.Chart(frame).mark_rect().encode(
         x="key:O", y="query:O", color="weight:Q", tooltip=["query", "key", "weight"]))
 '''
-
-# Records, per page load, when the first chart in the main area was inserted (MutationObserver,
-# which runs before the chart's asynchronous embedding) and when it had drawn: a canvas with a
-# painted pixel, or an SVG with marks in it (checked every animation frame).
-PROBE = """
-(() => {
-  const sel = '[data-testid="stMain"] [data-testid="stVegaLiteChart"]';
-  const drawn = (el) => {
-    const cv = el.querySelector('canvas');
-    if (cv && cv.width) {
-      const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
-      for (let i = 3; i < d.length; i += 4 * 29) if (d[i]) return true;
-      return false;
-    }
-    return !!el.querySelector('svg .mark-rect path, svg .mark-text text');
-  };
-  new MutationObserver((_, observer) => {
-    if (document.querySelector(sel)) { window.__inserted = performance.now(); observer.disconnect(); }
-  }).observe(document, {subtree: true, childList: true});
-  const idle = '[data-testid="stApp"][data-test-script-state="notRunning"]';
-  const tick = () => {
-    const el = document.querySelector(sel);
-    if (window.__painted === undefined && el && drawn(el)) window.__painted = performance.now();
-    const all = [...document.querySelectorAll(sel)];
-    if (window.__painted !== undefined && document.querySelector(idle) && all.every(drawn)) {
-      window.__all = performance.now();
-      return;
-    }
-    requestAnimationFrame(tick);
-  };
-  requestAnimationFrame(tick);
-})();
-"""
-
 
 def heatmap_url(base: str, n: int) -> str:
     words = parse_tokens(EXAMPLES["passage"])

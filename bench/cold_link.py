@@ -3,7 +3,8 @@
 Cold first paint: for each page, a freshly started server gets the deep link as its very first
 request; the time runs from navigation start until the script has finished, no widget skeleton
 is left and every chart in the main area has drawn. The baseline is a bare Streamlit page
-(title + one small chart) measured the same way, each on its own fresh server, in the same run.
+(title + one small chart) measured the same way, each on its own fresh server, in the same run,
+at the start and the end of every round.
 
 The app is started as a user starts it, `python serve.py` (the server plus its warm-up
 thread), with a disk cache filled once by `python -m attention.experiment_cache` as the Docker
@@ -11,7 +12,9 @@ build does; the bare page with plain `streamlit run`: it stands for what Streaml
 a deployed app, and the warm-up is this app's work, so it is not given to the baseline.
 "Empty disk cache" is the Sharper page on a machine that has never trained its default seed.
 With --before, the same pages also on plain `streamlit run app.py` with an empty disk cache
-(no warm-up, nothing stored): the state before the launcher and the disk cache.
+(no warm-up, nothing stored): the state before the launcher and the disk cache. With
+--compare=DIR, the same pages also from another checkout of the app (e.g. `git archive main`
+unpacked there), each right after this one's, so both meet the same load on a shared machine.
 
 Click to chart: on a warm page, the time from choosing another head in the Heatmap's head
 picker until the page's script has run again, is idle and every chart has drawn; at 16 and
@@ -20,7 +23,6 @@ picker until the page's script has run again, is idle and every chart has drawn;
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -32,6 +34,7 @@ from attention.diskcache import ENV as CACHE_ENV
 from attention.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
+from bench.browser import PROBE, chromium
 from bench.timing import print_table, row
 
 BARE = '''
@@ -44,49 +47,6 @@ st.altair_chart(alt.Chart(pd.DataFrame({"x": list("abcdefghij"), "y": [head + i 
 
 PAGES = {"Input": "", "Heatmap": "Heatmap", "Score analysis": "Score_analysis",
          "Model heads": "Model_heads", "Is sharper better?": "Is_sharper_better"}
-
-# Every animation frame: is the app connected, its script idle, no skeleton left, and every
-# chart in the main area drawn (a canvas with a painted pixel, an SVG with marks, an image
-# loaded)? `window.__runs` counts the script runs seen (attribute flips to "running").
-PROBE = """
-(() => {
-  const drawn = (el) => {
-    const img = el.querySelector('img');
-    if (img) return img.complete && img.naturalWidth > 0;
-    const cv = el.querySelector('canvas');
-    if (cv && cv.width) {
-      const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
-      for (let i = 3; i < d.length; i += 4 * 29) if (d[i]) return true;
-      return false;
-    }
-    return !!el.querySelector('svg .role-mark path, svg .role-mark text, svg .mark-rect path');
-  };
-  window.__runs = 0;
-  let state = null;
-  window.__ready = () => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    if (!app || app.getAttribute('data-test-connection-state') !== 'CONNECTED') return false;
-    if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-    if (document.querySelector('[data-testid="stSkeleton"]')) return false;
-    if (!document.querySelector('[data-testid="stMain"] h1')) return false;
-    const charts = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stVegaLiteChart"]')];
-    return charts.every(drawn);
-  };
-  const tick = () => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    const now = app && app.getAttribute('data-test-script-state');
-    if (now === 'running' && state !== 'running') window.__runs += 1;
-    state = now;
-    if (window.__runs > 0 && window.__ready()) {
-      if (window.__done === undefined) window.__done = performance.now();
-    } else {
-      window.__done = undefined;
-    }
-    requestAnimationFrame(tick);
-  };
-  requestAnimationFrame(tick);
-})();
-"""
 
 
 def spec_url(base: str, path: str, n: int) -> str:
@@ -102,15 +62,16 @@ def _context(browser):
 
 
 def cold_paint(browser, script: str | None, path: str | None, cache: str, n: int = 11,
-               timeout: float = 600_000) -> float:
+               timeout: float = 600_000, cwd: str | None = None) -> float:
     """ms from navigation start to a settled page, the link being a new server's first request.
 
     script None: the app via serve.py; else `streamlit run script`. path None: the root page
-    (the bare script), else the app's page `path` with an n-token spec. cache: the disk cache."""
-    from tests.conftest import Server
+    (the bare script), else the app's page `path` with an n-token spec. cache: the disk cache.
+    cwd: another checkout of the app to start (default: this one)."""
+    from tests.conftest import ROOT, Server
 
     os.environ[CACHE_ENV] = cache
-    server = Server(script)
+    server = Server(script, cwd=cwd or ROOT)
     context = _context(browser)
     try:
         page = context.new_page()
@@ -149,15 +110,21 @@ def clicks(browser, url: str, rounds: int) -> float:
 
 EMPTY = "Is sharper better? (empty disk cache)"
 BEFORE = " (before: streamlit run app.py)"
+COMPARED = " (--compare checkout)"
 
 
-def _measurements(bare: str, before: bool) -> dict[str, tuple[str | None, str | None, bool]]:
-    """name -> (script, page path, empty disk cache) of each cold measurement."""
-    out = {"bare page": (bare, None, True)}
-    out.update({name: (None, path, False) for name, path in PAGES.items()})
-    out[EMPTY] = (None, PAGES["Is sharper better?"], True)
+def _measurements(bare: str, before: bool, compare: str | None = None
+                  ) -> dict[str, tuple[str | None, str | None, bool, str | None]]:
+    """name -> (script, page path, empty disk cache, checkout or None) of each measurement;
+    with `compare` (another checkout), its serve.py on the same pages, in the same rounds."""
+    out = {"bare page": (bare, None, True, None)}
+    out.update({name: (None, path, False, None) for name, path in PAGES.items()})
+    out[EMPTY] = (None, PAGES["Is sharper better?"], True, None)
     if before:
-        out.update({name + BEFORE: ("app.py", path, True) for name, path in PAGES.items()})
+        out.update({name + BEFORE: ("app.py", path, True, None) for name, path in PAGES.items()})
+    if compare:
+        out.update({name + COMPARED: (None, path, empty, compare)
+                    for name, (script, path, empty, _) in list(out.items()) if script is None})
     return out
 
 
@@ -176,30 +143,37 @@ def _clicks(browser, bare: str, rounds: int) -> dict[str, float]:
 
 
 def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
-        clicks_too: bool = True) -> list[dict]:
+        clicks_too: bool = True, compare: str | None = None) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     from tests.conftest import CHROMIUM_FLAGS, ROOT
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        raise RuntimeError("no chromium on PATH (apt-get install chromium)")
+    exe = chromium()
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         bare = Path(tmp) / "bare_page.py"
         bare.write_text(BARE)
         filled = str(Path(tmp) / "cache")
-        subprocess.run([sys.executable, "-m", "attention.experiment_cache"], check=True,
-                       cwd=ROOT, env={**os.environ, CACHE_ENV: filled}, capture_output=True)
-        plan = _measurements(str(bare), before)
+        # each checkout fills its own: the stored results are keyed by the code that made them
+        fills = {None: filled, compare: str(Path(tmp) / "cache-compared")} if compare else \
+            {None: filled}
+        for checkout, directory in fills.items():
+            subprocess.run([sys.executable, "-m", "attention.experiment_cache"], check=True,
+                           cwd=checkout or ROOT, env={**os.environ, CACHE_ENV: directory},
+                           capture_output=True)
+        plan = _measurements(str(bare), before, compare)
         cold: dict[str, list[float]] = {name: [] for name in plan}
         browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
-        names = list(cold)
+        # The baseline opens and closes every round: every ratio rests on it, and on a shared
+        # machine one sample of a 2-3 s page swings by seconds.
+        pages = [name for name in cold if name != "bare page" and not name.endswith(COMPARED)]
+        pairs = [n for name in pages for n in (name, name + COMPARED) if n in cold]
+        names = ["bare page", *pairs, "bare page"]
         for r in range(rounds):
             for name in names if r % 2 == 0 else reversed(names):
-                script, path, empty = plan[name]
-                cache = tempfile.mkdtemp(dir=tmp) if empty else filled
-                cold[name].append(cold_paint(browser, script, path, cache))
+                script, path, empty, checkout = plan[name]
+                cache = tempfile.mkdtemp(dir=tmp) if empty else fills[checkout]
+                cold[name].append(cold_paint(browser, script, path, cache, cwd=checkout))
                 print(f"round {r}: {name}: {cold[name][-1]:.0f} ms, load {os.getloadavg()[0]:.1f}",
                       file=sys.stderr, flush=True)
         os.environ[CACHE_ENV] = filled
@@ -220,4 +194,7 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
 
 
 if __name__ == "__main__":
-    print_table(run(before="--before" in sys.argv, clicks_too="--no-clicks" not in sys.argv))
+    rounds = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--rounds=")), 2)
+    compare = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--compare=")), None)
+    print_table(run(rounds=rounds, before="--before" in sys.argv,
+                    clicks_too="--no-clicks" not in sys.argv, compare=compare))

@@ -2,15 +2,27 @@
 thread (attention/ui/warmup.py), whose results the pages then use instead of recomputing."""
 from __future__ import annotations
 
+import sys
 import threading
+import time
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 import serve
-from attention import diskcache
+from attention import diskcache, models
 from attention import experiment as ex
+from attention.spec import AttentionSpec
 from attention.ui import warmup
-from tests.apptest import ROOT, run_page
+from tests.apptest import ROOT, chart_frames, run_page
+
+# A page script that holds its run open until the test lets it go (test_page_running_...).
+RUNNING, RELEASE = threading.Event(), threading.Event()
+HELD_PAGE = """
+from tests.test_serve import RELEASE, RUNNING
+RUNNING.set()
+RELEASE.wait(60)
+"""
 
 
 @pytest.fixture
@@ -56,6 +68,12 @@ def test_every_page_module_the_warm_up_imports_exists():
     warmup._pages()          # raises if a module it names was renamed
 
 
+def test_the_transformers_step_does_a_model_loads_first_step():
+    warmup._transformers()
+    assert "transformers" in sys.modules
+    assert models._register.cache_info().currsize == 1     # registered: a load skips it
+
+
 def test_sharper_page_uses_what_the_warm_up_stored(tmp_path, monkeypatch):
     monkeypatch.setenv(diskcache.ENV, str(tmp_path))
     monkeypatch.setattr(ex, "SHARPEN_STEPS", 20)
@@ -72,3 +90,126 @@ def test_sharper_page_uses_what_the_warm_up_stored(tmp_path, monkeypatch):
     at = run_page("pages/4_Is_sharper_better.py", train_seed="0")
     assert not at.exception
     assert len(at.get("vega_lite_chart")) == 5
+
+
+def test_deferred_steps_wait_until_no_page_is_running():
+    page = threading.Event()
+    page.set()                                        # a visitor's page is being drawn
+    log = []
+
+    def step(name):
+        return name, lambda: log.append((name, page.is_set()))
+
+    steps = (step("imports"), step("analysis"), step("model"), step("sharper"))
+    def page_after_imports():
+        return page.is_set() and bool(log)            # the visitor arrives during the imports
+
+    thread = threading.Thread(target=warmup.warm_up,
+                              args=(steps, {"model", "sharper"}, page_after_imports, 0.2))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not log and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.5)                                   # longer than the quiet period
+    assert log == [("imports", True)]                 # no step started during the page's run
+    page.clear()
+    thread.join(10)
+    assert log == [("imports", True), ("analysis", False), ("model", False), ("sharper", False)]
+
+
+class FakeClock:
+    """warmup's time.monotonic and time.sleep on a clock that only sleep() moves (a loaded
+    machine's late wake-ups cannot change what the warm-up sees)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+    def perf_counter(self):
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(warmup, "time", fake)
+    return fake
+
+
+def test_deferred_steps_wait_for_a_quiet_period_after_the_last_run(clock):
+    runs = [True] * 3                                 # a page runs for the first three looks
+    log = []
+
+    def busy():
+        return runs.pop(0) if runs else False
+
+    def step(name):
+        return name, lambda: log.append((name, clock.now))
+
+    warmup.warm_up((step("analysis"), step("model")), {"model"}, busy, quiet=1.0)
+    # the run's last look is at 0.10 s: analysis at the first idle look, model 1 s later
+    one_poll = warmup.POLL * 1.01
+    assert log == [("analysis", pytest.approx(0.15, abs=one_poll)),
+                   ("model", pytest.approx(1.15, abs=one_poll))]
+
+
+def test_the_quiet_period_restarts_when_a_page_runs_again(clock):
+    looks = iter([False, False, True, False])                      # then False for ever
+    assert warmup.wait_until_quiet(lambda: next(looks, False), quiet=0.1,
+                                   poll=0.04) == pytest.approx(0.08 + 0.12, abs=0.041)
+    assert warmup.wait_until_quiet(lambda: True, quiet=0.0, limit=0.2,
+                                   poll=0.05) == pytest.approx(0.2, abs=0.051)   # gives up
+
+
+def test_page_running_sees_a_script_run_in_progress():
+    RUNNING.clear()
+    RELEASE.clear()
+    at = AppTest.from_string(HELD_PAGE, default_timeout=60)
+    thread = threading.Thread(target=at.run)
+    thread.start()
+    try:
+        assert RUNNING.wait(30)
+        assert warmup.page_running()
+    finally:
+        RELEASE.set()
+        thread.join(60)
+    deadline = time.monotonic() + 10
+    while warmup.page_running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not warmup.page_running()
+
+
+def test_a_model_link_during_the_warm_up_loads_the_model_once(monkeypatch):
+    """The page's run loads the model itself (the warm-up's model step waits for it to end),
+    draws once, and the warm-up's step then finds the model loaded."""
+    loads = []
+    real_load = models._load
+
+    def counting_load(*args, **kwargs):
+        loads.append(threading.current_thread().name)
+        return real_load(*args, **kwargs)
+
+    models._bundled.cache_clear()
+    monkeypatch.setattr(models, "_load", counting_load)
+    times = {}
+
+    def warm():
+        deadline = time.monotonic() + 60
+        while not warmup.page_running() and time.monotonic() < deadline:
+            time.sleep(0.01)                          # the link arrived first
+        times.update(warmup.warm_up((("model", warmup._model),), quiet=0.2))
+
+    thread = threading.Thread(target=warm)
+    thread.start()
+    spec = AttentionSpec(tokens=("the", "cat", "sat"), source="pretrained")
+    at = run_page("pages/3_Model_heads.py", spec)
+    thread.join(120)
+    assert not at.exception and not at.error
+    assert any({"layer", "head"} <= set(f) for f in chart_frames(at))   # the 72-head grid
+    assert "model" in times                           # the warm-up's step ran, and succeeded
+    assert loads == [warmup.SCRIPT_THREAD]            # once, by the page

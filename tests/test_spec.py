@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import warnings
 from urllib.parse import parse_qsl, urlencode
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from attention.spec import (LIMITS, MAX_CELLS, SOURCES, AttentionSpec, SpecError,
                             SpecWarning)
-from attention.tokens import MAX_TOKENS
+from attention.tokens import LINK_FORMAT, MAX_TOKENS, tokens_to_text
 from tests.test_tokens import valid_token as token
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -67,6 +68,32 @@ def test_default_spec_round_trips_and_is_plain_in_the_url():
 def test_tokens_that_need_json_are_encoded_as_json():
     assert AttentionSpec(tokens=("New York", "Paris")).to_query()["tokens"] == '["New York", "Paris"]'
     assert AttentionSpec(tokens=("[x", "y")).to_query()["tokens"] == '["[x", "y"]'
+
+
+def _old_link_tokens(tokens):
+    """How spec.py wrote a link's tokens before it used tokens.tokens_to_text (its own
+    encoder, kept here verbatim so the links it made are checked to open the same view)."""
+    plain = " ".join(tokens)
+    if plain.split() == list(tokens) and not plain.startswith("["):
+        return plain
+    return json.dumps(list(tokens), ensure_ascii=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tokens=st.lists(token | awkward, min_size=1, max_size=30).map(tuple))
+def test_links_made_before_the_shared_encoder_open_the_same_view(tokens):
+    spec = AttentionSpec(tokens=tokens)
+    old = {**spec.to_query(), "tokens": _old_link_tokens(tokens)}
+    assert no_warnings(AttentionSpec.from_query, old) == spec
+    assert spec.to_query()["tokens"] == old["tokens"]      # and new links read as they did
+
+
+def test_the_link_uses_the_token_modules_encoder():
+    for tokens in (("the", "cat"), ("Hello,", "world"), ("New York",), ("[x", "y"), ("猫坐",)):
+        assert AttentionSpec(tokens=tokens).to_query()["tokens"] == tokens_to_text(tokens,
+                                                                                   LINK_FORMAT)
+    # a link keeps "Hello, world" plain (it splits on spaces only); the text box cannot
+    assert AttentionSpec(tokens=("Hello,", "world")).to_query()["tokens"] == "Hello, world"
 
 
 @pytest.mark.parametrize("name, raw", [

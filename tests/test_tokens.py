@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention.tokens import (FORMATS, MAX_TOKEN_CHARS, MAX_TOKENS, TokenError, parse_tokens,
-                              tokens_to_text)
+from attention.tokens import (FORMATS, LINK_FORMAT, MAX_TOKEN_CHARS, MAX_TOKENS, TokenError,
+                              parse_tokens, tokens_from_link, tokens_to_text)
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 DROPPED = "".join(map(chr, [*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F]))  # by the parser
@@ -136,3 +136,15 @@ def test_tokens_to_text_prefers_plain_text():
     assert tokens_to_text(["the", "cat"]) == "the cat"
     assert tokens_to_text(["New York", "Paris"]) == '["New York", "Paris"]'
     assert tokens_to_text(["a,", "b"]) == '["a,", "b"]'  # "a, b" would read as two commas
+
+
+@settings(max_examples=100, deadline=None)
+@given(tokens=token_lists)
+def test_link_form_round_trips(tokens):
+    assert tokens_from_link(tokens_to_text(tokens, LINK_FORMAT)) == tokens
+
+
+def test_link_form_is_plain_wherever_spaces_split_it():
+    assert tokens_to_text(["a,", "b"], LINK_FORMAT) == "a, b"          # the box needs JSON here
+    assert tokens_to_text(["[x", "y"], LINK_FORMAT) == '["[x", "y"]'   # would read as JSON
+    assert tokens_to_text(["New York"], LINK_FORMAT) == '["New York"]'

@@ -1,19 +1,37 @@
 """The dashboard's slow work, done in a background thread at server start (see serve.py).
 
-It imports torch, pandas, altair and the pages' modules, loads the bundled MiniLM and fills the
-default view's analysis and the "Is sharper better?" page's default seed (from disk when this
+It imports torch, pandas, altair and the pages' modules, fills the default view's analysis,
+loads the bundled MiniLM and the "Is sharper better?" page's default seed (from disk when this
 code has trained it before, see attention.experiment_cache). A first request that arrives
 meanwhile is served at once and waits only for what it needs: imports share Python's import
 lock, and the warm-up goes through the pages' own cached functions, whose per-key locks make
 a second caller wait for the first computation instead of repeating it. A failing step is
 logged and skipped (the pages compute what they need themselves).
+
+The warm-up yields to visitors: no step starts while a page's script runs (the step under
+way when a visitor arrives finishes; a page that needs what the warm-up had not done yet does
+it itself). The cheap steps every page needs come first; the heavy ones (DEFERRED: importing
+transformers, loading the model, training) also wait until no page has run for QUIET seconds:
+on a small server they would otherwise take the cores from the first visitor's page
+(measured: a cold Model heads link at 6.4x a bare page with the model loading beside it). A
+page that needs the model before then loads it itself, through the same cache entry, so the
+warm-up later finds it loaded instead of loading it twice.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
 RUNTIME_WAIT = 60.0     # s: the server creates its runtime within a second or two of starting
+# Streamlit runs each page's script in a thread of this name, alive from the start of a run
+# until the session has no rerun queued (tests/test_serve.py checks the name still holds).
+SCRIPT_THREAD = "ScriptRunner.scriptThread"
+QUIET = 1.5     # s without a script run before a deferred step starts: the browser still draws
+                # the charts after the run ends, and a first visitor's browser fetches the
+                # page's code before its first run starts
+MAX_DEFER = 300.0   # s: a deferred step runs after this long even on a server that never rests
+POLL = 0.05         # s between looks at the script threads
 
 
 def _imports() -> None:
@@ -63,6 +81,12 @@ def _analysis() -> None:
     cache.analysis(AttentionSpec())
 
 
+def _transformers() -> None:
+    from attention import models
+
+    models.import_transformers()      # once per process, under models' import lock
+
+
 def _model() -> None:
     from attention.ui import model
 
@@ -76,21 +100,50 @@ def _sharper() -> None:
     experiment_cache.precompute(0)
 
 
-# In order of need: every page imports; the Model heads page waits for the model (about 5 s
-# on an idle core); the Sharper page's results are a file read once trained on this code.
+# In order of need: every page imports; the default view's analysis; then, deferred, what the
+# Model heads page needs (transformers, then the model: about 5 s on an idle core) and the
+# Sharper page's results (a file read once trained on this code, else minutes of training).
 STEPS: tuple[tuple[str, Callable[[], None]], ...] = (
     ("imports", _imports), ("runtime", _wait_for_runtime), ("pages", _pages),
-    ("altair", _altair), ("analysis", _analysis), ("model", _model), ("sharper", _sharper),
+    ("altair", _altair), ("analysis", _analysis), ("transformers", _transformers),
+    ("model", _model), ("sharper", _sharper),
 )
+DEFERRED = frozenset({"transformers", "model", "sharper"})
 
 
-def warm_up(steps=STEPS) -> dict[str, float]:
-    """Run every step, logging its time; a failing step is logged and skipped."""
+def page_running() -> bool:
+    """Is any session's page script running in this process now?"""
+    return any(thread.name == SCRIPT_THREAD for thread in threading.enumerate())
+
+
+def wait_until_quiet(busy: Callable[[], bool] = page_running, quiet: float = QUIET,
+                     limit: float = MAX_DEFER, poll: float = POLL) -> float:
+    """Return once busy() has been false for `quiet` seconds in a row, counted from the call
+    (or after `limit` seconds in all); the seconds waited."""
+    start = calm_since = time.monotonic()
+    while True:
+        now = time.monotonic()
+        running = busy()
+        if running:
+            calm_since = now
+        if (not running and now - calm_since >= quiet) or now - start >= limit:
+            return now - start
+        time.sleep(poll)
+
+
+def warm_up(steps=STEPS, deferred=DEFERRED, busy: Callable[[], bool] = page_running,
+            quiet: float = QUIET) -> dict[str, float]:
+    """Run every step in order, each once no page is running, a deferred one once no page has
+    run for `quiet` seconds; log each step's time (and its wait); a failing step is logged
+    and skipped."""
     from streamlit.logger import get_logger
 
     log = get_logger(__name__)
     times = {}
     for name, step in steps:
+        waited = wait_until_quiet(busy, quiet if name in deferred else 0.0)
+        if waited >= POLL:
+            log.info("warm-up: %s waited %.2f s for the pages", name, waited)
         start = time.perf_counter()
         try:
             step()
