@@ -79,6 +79,7 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
     """Configure the page, draw the shared sidebar and return the current spec.
 
     With needs_spec (the default), invalid input shows its message and stops the page here."""
+    state.rename_old_keys()
     url_problems = state.seed_from_url()
     state.keep_across_pages(title_key)
     st.set_page_config(page_title=f"{t(title_key)} · Attention Explorer",
