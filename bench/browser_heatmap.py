@@ -92,6 +92,13 @@ PROBE = """
 """
 
 
+def chromium_exe() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        raise RuntimeError("no chromium on PATH (apt-get install chromium)")
+    return exe
+
+
 def heatmap_url(base: str, n: int) -> str:
     words = parse_tokens(EXAMPLES["passage"])
     spec = AttentionSpec(tokens=tuple((words * (n // len(words) + 1))[:n]))
@@ -121,9 +128,7 @@ def measure(urls: dict[str, str], rounds: int) -> dict[str, tuple[float, float, 
 
     from tests.conftest import CHROMIUM_FLAGS
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        raise RuntimeError("no chromium on PATH (apt-get install chromium)")
+    exe = chromium_exe()
     times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in urls}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
@@ -242,20 +247,16 @@ def run_clicks(rounds: int = 8) -> list[dict]:
 
     from tests.conftest import CHROMIUM_FLAGS, Server
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        raise RuntimeError("no chromium on PATH (apt-get install chromium)")
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        script = Path(tmp) / "bare_page.py"
-        script.write_text(BARE)
-        app, base = Server(), Server(str(script))
+        (Path(tmp) / "bare_page.py").write_text(BARE)
+        app, base = Server(), Server(str(Path(tmp) / "bare_page.py"))
         try:
             urls = {"bare page": f"{base.url}/",
                     **{f"heatmap n={n}": spec_url(app.url, "Heatmap", n) for n in (16, 2048)},
                     "model heads, layer": spec_url(app.url, "Model_heads", 16),
                     "model heads, head": spec_url(app.url, "Model_heads", 16)}
-            browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
+            browser = p.chromium.launch(executable_path=chromium_exe(), args=CHROMIUM_FLAGS)
             times = click_rounds(browser, urls, rounds)
             browser.close()
         finally:
