@@ -193,30 +193,51 @@ CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048
           "model heads, layer": ("Layer", ("1", "2")), "model heads, head": ("Head", ("1", "2"))}
 
 
+# Counts script runs with a MutationObserver on the app's run state (a bare page's rerun can
+# start and end between two animation frames, which a frame-by-frame probe misses), and keeps
+# in `__clicked` the first frame after the latest run start at which cold_link's probe finds
+# the page ready (idle, no skeleton, every chart drawn).
+RUNS = """
+(() => {
+  window.__clicks = 0;
+  let watched = null;
+  const tick = () => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (app && app !== watched) {
+      watched = app;
+      new MutationObserver(() => {
+        if (app.getAttribute('data-test-script-state') === 'running') {
+          window.__clicks += 1;
+          window.__clicked = undefined;
+        }
+      }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+    }
+    if (window.__clicked === undefined && window.__clicks > 0 && window.__ready && window.__ready())
+      window.__clicked = performance.now();
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+})();
+"""
+
+
 def pick(page, label: str, option: str, timeout: float = 300_000) -> float:
-    """ms from choosing `option` in the main area's picker `label` until the rerun has drawn.
-    A choice that started no rerun (the list closed under the click) is made again, timed anew."""
+    """ms from choosing `option` in the main area's picker `label` until the rerun has drawn."""
+    runs = page.evaluate("() => window.__clicks")
     picker = page.locator('[data-testid="stMain"]').get_by_role("combobox", name=label, exact=True)
     choice = page.get_by_role("option", name=option, exact=True)
-    for _ in range(5):
-        runs = page.evaluate("() => window.__runs")
-        for _ in range(10):   # a click that scrolls the picker into view may only focus it
-            picker.click()
-            try:
-                choice.wait_for(timeout=2_000)
-                break
-            except Exception:
-                page.keyboard.press("Escape")
-        start = page.evaluate("() => performance.now()")
-        choice.click()
+    for _ in range(10):   # a click that scrolls the picker into view may only focus it
+        picker.click()
         try:
-            page.wait_for_function(f"() => window.__runs > {runs}", timeout=15_000, polling=20)
+            choice.wait_for(timeout=2_000)
+            break
         except Exception:
-            continue
-        page.wait_for_function(f"() => window.__runs > {runs} && window.__done !== undefined",
-                               timeout=timeout, polling=20)
-        return page.evaluate("() => window.__done") - start
-    raise RuntimeError(f"choosing {option!r} in {label!r} never started a rerun")
+            page.keyboard.press("Escape")
+    start = page.evaluate("() => performance.now()")
+    choice.click()
+    page.wait_for_function(f"() => window.__clicks > {runs} && window.__clicked !== undefined",
+                           timeout=timeout, polling=20)
+    return page.evaluate("() => window.__clicked") - start
 
 
 def click_times(browser, url: str, label: str, options: tuple[str, str],
@@ -225,6 +246,7 @@ def click_times(browser, url: str, label: str, options: tuple[str, str],
     from bench.cold_link import _context
 
     context = _context(browser)
+    context.add_init_script(RUNS)
     try:
         page = context.new_page()
         page.goto(url)
