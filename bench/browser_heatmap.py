@@ -20,12 +20,20 @@ Two times per load, from an in-page probe (a MutationObserver and a requestAnima
 Targets (issue 6): the page at n = 2048 within 1.5x of n = 16, and at least 5x faster than
 the one-rect chart at n = 256 (ratio <= 0.2), checked on each time. Wall-clock times on a
 shared machine swing with its load, which the last row reports.
+
+Click to chart (issue 15; `--clicks` runs only these): on a warm page, the time from choosing
+another option in a picker until the rerun it starts (the page's, or only its fragment's) is
+done, no skeleton is left and every chart in the main area has drawn (bench/cold_link.py's
+probe). A head change on the Heatmap at n = 16 and 2,048 and a layer or head change on Model
+heads, each against the same click on a bare page with a selectbox and one chart, all in one
+run, the pages taken in turn. Target <= 2.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 from urllib.parse import urlencode
@@ -33,7 +41,7 @@ from urllib.parse import urlencode
 from attention.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
-from bench.browser import PROBE  # __inserted, __painted, __all: see bench/browser.py
+from bench.browser import PROBE, chromium  # __inserted, __painted, __all: see bench/browser.py
 from bench.timing import print_table, row
 
 BASELINE = '''
@@ -80,9 +88,7 @@ def measure(urls: dict[str, str], rounds: int) -> dict[str, tuple[float, float, 
 
     from tests.conftest import CHROMIUM_FLAGS
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        raise RuntimeError("no chromium on PATH (apt-get install chromium)")
+    exe = chromium()
     times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in urls}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
@@ -97,7 +103,7 @@ def measure(urls: dict[str, str], rounds: int) -> dict[str, tuple[float, float, 
             for name, ts in times.items()}
 
 
-def run(rounds: int = 7) -> list[dict]:
+def run_paint(rounds: int = 7) -> list[dict]:
     from tests.conftest import Server
 
     load = os.getloadavg()
@@ -137,5 +143,123 @@ def run(rounds: int = 7) -> list[dict]:
     return rows
 
 
+def run() -> list[dict]:
+    return run_paint() + run_clicks()
+
+
+# (label of the picker, the two options clicked in turn) per page measured.
+HEAD_PICKER = ("Head", ("Head 1", "Head 2"))
+CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048": HEAD_PICKER,
+          "model heads, layer": ("Layer", ("1", "2")), "model heads, head": ("Head", ("1", "2"))}
+
+
+# Counts script runs with a MutationObserver on the app's run state (a bare page's rerun can
+# start and end between two animation frames, which a frame-by-frame probe misses), and keeps
+# in `__clicked` the first frame after the latest run start at which cold_link's probe finds
+# the page ready (idle, no skeleton, every chart drawn).
+RUNS = """
+(() => {
+  window.__clicks = 0;
+  let watched = null;
+  const tick = () => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (app && app !== watched) {
+      watched = app;
+      new MutationObserver(() => {
+        if (app.getAttribute('data-test-script-state') === 'running') {
+          window.__clicks += 1;
+          window.__clicked = undefined;
+        }
+      }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+    }
+    if (window.__clicked === undefined && window.__clicks > 0 && window.__ready && window.__ready())
+      window.__clicked = performance.now();
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+})();
+"""
+
+
+def pick(page, label: str, option: str, timeout: float = 300_000) -> float:
+    """ms from choosing `option` in the main area's picker `label` until the rerun has drawn."""
+    runs = page.evaluate("() => window.__clicks")
+    picker = page.locator('[data-testid="stMain"]').get_by_role("combobox", name=label, exact=True)
+    choice = page.get_by_role("option", name=option, exact=True)
+    for _ in range(10):   # a click that scrolls the picker into view may only focus it
+        picker.click()
+        try:
+            choice.wait_for(timeout=2_000)
+            break
+        except Exception:
+            page.keyboard.press("Escape")
+    start = page.evaluate("() => performance.now()")
+    choice.click()
+    page.wait_for_function(f"() => window.__clicks > {runs} && window.__clicked !== undefined",
+                           timeout=timeout, polling=20)
+    return page.evaluate("() => window.__clicked") - start
+
+
+def click_times(browser, url: str, label: str, options: tuple[str, str],
+                clicks: int) -> list[float]:
+    """Click-to-chart ms of `clicks` alternating choices on one warm page (after one warm-up)."""
+    from bench.cold_link import _context
+
+    context = _context(browser)
+    context.add_init_script(RUNS)
+    try:
+        page = context.new_page()
+        page.goto(url)
+        page.wait_for_function("() => window.__done !== undefined", timeout=600_000, polling=50)
+        return [pick(page, label, options[r % 2], timeout=120_000)
+                for r in range(clicks + 1)][1:]                  # the first click warms up
+    finally:
+        context.close()
+
+
+def click_rounds(browser, urls: dict[str, str], rounds: int) -> dict[str, list[float]]:
+    """Click-to-chart ms per page in two passes over the pages, the second in reverse order,
+    `rounds // 2` clicks per page and pass (a machine speeding up or slowing down hits all)."""
+    times: dict[str, list[float]] = {name: [] for name in urls}
+    names = list(urls)
+    for order in (names, names[::-1]):
+        for name in order:
+            label, options = CLICKS[name]
+            times[name] += click_times(browser, urls[name], label, options, max(1, rounds // 2))
+    return times
+
+
+def run_clicks(rounds: int = 8) -> list[dict]:
+    """Click-to-chart ratios against the same click on a bare page, measured in one run."""
+    from bench.cold_link import BARE, spec_url
+    from playwright.sync_api import sync_playwright
+
+    from tests.conftest import CHROMIUM_FLAGS, Server
+
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        (Path(tmp) / "bare_page.py").write_text(BARE)
+        app, base = Server(), Server(str(Path(tmp) / "bare_page.py"))
+        try:
+            urls = {"bare page": f"{base.url}/",
+                    **{f"heatmap n={n}": spec_url(app.url, "Heatmap", n) for n in (16, 2048)},
+                    "model heads, layer": spec_url(app.url, "Model_heads", 16),
+                    "model heads, head": spec_url(app.url, "Model_heads", 16)}
+            browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_FLAGS)
+            times = click_rounds(browser, urls, rounds)
+            browser.close()
+        finally:
+            app.stop()
+            base.stop()
+    median = {name: statistics.median(ts) for name, ts in times.items()}
+    bare = median["bare page"]
+    rows = [row(f"click to chart: {name}", "same click on a bare page", median[name] / bare,
+                2.0, f"{median[name]:.0f} ms vs {bare:.0f} ms (median of {rounds})")
+            for name in median if name != "bare page"]
+    rows.append(row("load average (context)", "-", 0.0, 1.0,
+                    f"{load[0]:.1f} -> {os.getloadavg()[0]:.1f}"))
+    return rows
+
+
 if __name__ == "__main__":
-    print_table(run())
+    print_table(run_clicks() if "--clicks" in sys.argv else run())

@@ -4,16 +4,13 @@ Long inputs get a pooled overview plus a full-resolution zoom window (attention/
 """
 import streamlit as st
 
-from attention.ui import cache
-from attention.ui.heatmap_view import draw_explanation, draw_heatmap
+from attention.ui.heatmap_view import draw_explanation, draw_spec_heatmap
 from attention.ui.layout import page_setup
 from attention.ui.text import t
 
 page = page_setup("nav.heatmap")
 spec = page.spec
 st.caption(t("heatmap.intro"))
-with st.spinner(t("common.computing")):
-    analysis = cache.analysis(spec)
-draw_heatmap(analysis, key_prefix="hm")
+page.view(draw_spec_heatmap, spec, key_prefix="hm")   # a view click reruns only this
 draw_explanation()
 page.finish()

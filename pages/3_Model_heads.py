@@ -11,7 +11,7 @@ page = page_setup("nav.model")
 st.markdown(t("model.intro"))
 model_tab, upload_tab = st.tabs([t("model.tab_model"), t("model.tab_upload")])
 with model_tab:
-    draw_model_tab(page.spec)
+    draw_model_tab(page.spec, page.view)   # a layer/head click reruns only its sections
 with upload_tab:
     draw_upload_tab(page.spec)
 page.finish()

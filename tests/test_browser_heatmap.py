@@ -1,7 +1,7 @@
 """The Heatmap page in Chromium: deep links on a fresh server draw the heatmap with the
 tokens from the URL as axis labels; long inputs draw an overview image on a canvas."""
 import re
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from playwright.sync_api import expect
@@ -131,3 +131,35 @@ def test_dragging_a_box_on_the_overview_moves_the_zoom_window_there(server, page
         .to_have_value(str(q0), timeout=UI_TIMEOUT)
     for param in (f"hm_q={q0}", f"hm_k={k0}", "hm_win=48"):
         page.wait_for_url(lambda url, p=param: p in url, timeout=UI_TIMEOUT)
+
+
+def _query(url: str) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(url).query)
+
+
+def test_a_head_change_redraws_the_chart_the_url_and_the_share_link(server, page):
+    """The head picker lives in a fragment (only the heatmap section reruns); the URL and
+    the sidebar's share link, drawn outside it, still follow every change."""
+    page.goto(f"{server.url}/Heatmap?{urlencode(SPEC.to_query())}")
+    wait_for_app(page)
+    printed = page.locator(CHARTS).first.locator("svg .mark-text.role-mark text")
+    share = page.get_by_role("button", name="Share this view")
+    code = page.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]')
+    weights = analyze(SPEC).scaled.weights                               # (heads, n, n)
+    for head in (1, 0, 1):
+        picker = page.locator('[data-testid="stMain"]').get_by_role("combobox", name="Head")
+        picker.click()
+        page.get_by_role("option", name=f"Head {head}", exact=True).click()
+        expect(picker).to_have_value(f"Head {head}", timeout=UI_TIMEOUT)
+        eventually(page, lambda: [float(x) for x in printed.all_text_contents()[:25]]
+                   == pytest.approx(weights[head].flatten().tolist(), abs=0.005))
+        page.wait_for_url(lambda url: _query(url).get("hm_head") == [str(head)],
+                          timeout=UI_TIMEOUT)
+        wait_for_app(page)
+        share.click()
+        # The link is the address bar's view: the same parameters, the head just chosen.
+        eventually(page, lambda: _query(code.inner_text().strip()) == _query(page.url))
+        assert _query(code.inner_text().strip())["hm_head"] == [str(head)]
+        assert AttentionSpec.from_query({k: v[0] for k, v in _query(page.url).items()}) == SPEC
+        page.keyboard.press("Escape")                                     # close the popover
+        expect(code).to_have_count(0, timeout=UI_TIMEOUT)

@@ -30,6 +30,10 @@ def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
     expect(page.locator("h1").first).to_have_text("Model heads", timeout=LOAD)
     expect(page.locator("h3", has_text="Layer 1, head 3:")).to_be_visible(timeout=LOAD)
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    # a link made before the mh_ names (mlayer, mhead): same view, the address bar renamed
+    page.wait_for_url(lambda url: (lambda q: (q.get("mh_layer"), q.get("mh_head"), "mlayer" in q)
+                                   )(parse_qs(urlparse(url).query)) == (["1"], ["3"], False),
+                      timeout=LOAD)
     # the grid: the first chart, painted on a canvas of the size the builder asked for
     grid = page.locator('[data-testid="stVegaLiteChart"]').first.locator("canvas").first
     expect(grid).to_be_visible(timeout=LOAD)
@@ -58,8 +62,8 @@ def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
     page.mouse.click(x, y)
     expect(page.locator("h3", has_text=f"Layer {layer}, head {head}:")).to_be_visible(timeout=LOAD)
     settle(page)
-    page.wait_for_url(lambda url: (parse_qs(urlparse(url).query).get("mlayer"),
-                                   parse_qs(urlparse(url).query).get("mhead"))
+    page.wait_for_url(lambda url: (parse_qs(urlparse(url).query).get("mh_layer"),
+                                   parse_qs(urlparse(url).query).get("mh_head"))
                       == ([str(layer)], [str(head)]), timeout=LOAD)
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
@@ -75,7 +79,7 @@ def test_a_link_with_your_own_model_and_interventions_reopens_the_view(fresh_ser
     spec = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), source="pretrained",
                          model=str(folder), layer=1)
     page.goto(f"{fresh_server.url}/Model_heads?{urlencode(spec.to_query())}"
-              f"&mlayer=1&mhead=2&iv=ablate%3A1%3A2")
+              f"&mh_layer=1&mh_head=2&mh_iv=ablate%3A1%3A2")
     page.wait_for_selector('[data-testid="stMetric"]', timeout=LOAD)
     settle(page)
     assert page.locator('[data-testid="stException"]').count() == 0
@@ -87,7 +91,7 @@ def test_a_link_with_your_own_model_and_interventions_reopens_the_view(fresh_ser
     expect(box).to_have_value(str(folder))
     expect(page.locator('[data-testid="stMetricLabel"]', has_text="KL divergence")).to_be_visible()
     page.wait_for_function(
-        "() => new URLSearchParams(location.search).get('iv') === 'ablate:1:2'", timeout=LOAD)
+        "() => new URLSearchParams(location.search).get('mh_iv') === 'ablate:1:2'", timeout=LOAD)
     query = parse_qs(urlparse(page.url).query)
     assert query["model"] == [str(folder)] and query["layer"] == ["1"]
-    assert query["mlayer"] == ["1"] and query["mhead"] == ["2"]
+    assert query["mh_layer"] == ["1"] and query["mh_head"] == ["2"]

@@ -11,7 +11,7 @@ TRAINING_TIMEOUT = 240_000   # ms: a cold server trains 19 heads before the char
 
 
 def test_deep_link_on_a_fresh_server_draws_the_experiment(fresh_server, page):
-    page.goto(f"{fresh_server.url}/Is_sharper_better?train_seed=0")
+    page.goto(f"{fresh_server.url}/Is_sharper_better?sh_seed=0")
     wait_for_app(page, timeout=TRAINING_TIMEOUT)
     page.wait_for_function(
         """() => document.querySelectorAll('[data-testid="stVegaLiteChart"]').length === 5""",
@@ -20,7 +20,7 @@ def test_deep_link_on_a_fresh_server_draws_the_experiment(fresh_server, page):
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
     seed = page.locator('[data-testid="stMain"] [data-testid="stNumberInput"] input').first
     expect(seed).to_have_value("0", timeout=UI_TIMEOUT)
-    page.wait_for_url("**train_seed=0**", timeout=UI_TIMEOUT)
+    page.wait_for_url("**sh_seed=0**", timeout=UI_TIMEOUT)
     # every chart has drawn marks: points/bars as SVG paths or a non-empty canvas
     page.wait_for_function(
         """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].every(c => {

@@ -197,12 +197,13 @@ CASES = [
         tokens="[1]"),
     Case("url_repeated", params={"heads": ["2", "3"], "tokens": ["a b", "c d e"]},
          tokens=("c", "d", "e")),
-    Case("train_seed_malformed", params={"train_seed": "9" * 5000}, pages=()),
-    Case("train_seed_negative", params={"train_seed": "-1", "seed": "-1"},
+    Case("train_seed_malformed", params={"sh_seed": "9" * 5000}, pages=()),
+    Case("train_seed_negative", params={"sh_seed": "-1", "seed": "-1"},
          warned=("errors.spec_range",), pages=()),
     Case("url_unknown_and_view_params", params={
         "foo": "<b>x</b>", "lang": "xx", "__proto__": "1", "hm_view": "<script>", "hm_head": "99",
-        "hm_shared": "maybe", "head": "999", "mlayer": "9", "mhead": "abc", "mstat": "evil"}),
+        "hm_shared": "maybe", "sc_head": "999", "mh_layer": "9", "mh_head": "abc", "mh_stat": "evil",
+        "head": "-1", "mlayer": "<b>", "mstat": "1e999"}),   # old names too (state.RENAMED)
 ]
 
 # The Is-sharper-better page trains its own heads and ignores the sidebar's spec: it runs the

@@ -32,7 +32,7 @@ def own_weights():
 @pytest.fixture(scope="module")
 def page():
     spec = AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained")
-    return open_model_page(spec, mlayer="3", mhead="7")
+    return open_model_page(spec, mh_layer="3", mh_head="7")
 
 
 def test_no_exception_and_head_from_url(page):
@@ -41,7 +41,7 @@ def test_no_exception_and_head_from_url(page):
     pickers = {s.label: s.value for s in page.selectbox}
     assert pickers["Layer"] == 3 and pickers["Head"] == 7
     assert any("Layer 3, head 7" in s.value for s in page.subheader)
-    assert page.query_params["mlayer"] == "3" and page.query_params["mhead"] == "7"
+    assert page.query_params["mh_layer"] == "3" and page.query_params["mh_head"] == "7"
     assert page.code[0].value == "[CLS] the cat sat on the mat . [SEP]"
 
 
@@ -83,11 +83,30 @@ def test_rollout_and_value_weighted_views(page):
 
 
 def test_toy_source_note_and_bad_url_head():
-    at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split())), mhead="99", mlayer="x")
+    at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split())), mh_head="99", mh_layer="x")
     assert not at.exception
     assert any("always uses MiniLM" in i.value for i in at.info)
     pickers = {s.label: s.value for s in at.selectbox}
     assert pickers["Layer"] == 0 and pickers["Head"] == 0
+
+
+def test_a_link_with_the_old_names_opens_the_same_view_under_the_new_ones():
+    """Links made before the <page>_<name> scheme (?mlayer=2&mhead=3&mstat=...) still open
+    layer 2, head 3 and that column; the address bar then carries only the new names. Where
+    a link has both, the new name wins."""
+    spec = AttentionSpec(tokens=tuple(TEXT.split()))
+    at = open_model_page(spec, mlayer="2", mhead="3", mstat="max_weight")
+    assert not at.exception and not at.error
+    pickers = {s.label: s.value for s in at.selectbox}
+    assert pickers["Layer"] == 2 and pickers["Head"] == 3
+    assert at.selectbox(key="view_mh_stat").value == "max_weight"
+    assert any("Layer 2, head 3" in s.value for s in at.subheader)
+    query = dict(at.query_params)
+    assert (query["mh_layer"], query["mh_head"], query["mh_stat"]) == ("2", "3", "max_weight")
+    assert not {"mlayer", "mhead", "mstat"} & set(query)
+    both = open_model_page(spec, mlayer="2", mh_layer="4")
+    assert {s.label: s.value for s in both.selectbox}["Layer"] == 4
+    assert both.query_params["mh_layer"] == "4" and "mlayer" not in dict(both.query_params)
 
 
 def test_text_too_long_for_the_model_is_a_message():

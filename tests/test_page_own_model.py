@@ -77,8 +77,8 @@ def test_model_typed_in_the_sidebar_shows_its_own_weights(tiny):
     at = open_page(MODEL_PAGE, AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained"))
     at.sidebar.selectbox(key="in_model_pick").set_value("own").run()
     at.sidebar.text_input(key="in_model").input(str(folder)).run()
-    at.selectbox(key="view_mlayer").set_value(1).run()
-    at.selectbox(key="view_mhead").set_value(2).run()
+    at.selectbox(key="view_mh_layer").set_value(1).run()
+    at.selectbox(key="view_mh_head").set_value(2).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.query_params["model"] == str(folder)
     model, loaded = eager(folder)
@@ -137,7 +137,7 @@ def test_hide_sinks_renormalises_the_heatmap(tiny):
 
 def test_causal_lm_intervention_equals_an_eager_model_with_a_hook(tiny):
     folder = tiny["gpt2"]
-    at = open_page(MODEL_PAGE, spec_for(folder), iv="ablate:1:2")
+    at = open_page(MODEL_PAGE, spec_for(folder), mh_iv="ablate:1:2")
     assert not at.exception and not at.error
     model, loaded = eager(folder)
     before = eager_out(model, loaded).logits[0]
@@ -159,7 +159,7 @@ def test_causal_lm_intervention_equals_an_eager_model_with_a_hook(tiny):
 
 def test_masked_lm_prediction_at_the_chosen_piece(tiny):
     folder = tiny["bert"]
-    at = open_page(MODEL_PAGE, spec_for(folder), iv="ablate:0:1", ivpos="3")
+    at = open_page(MODEL_PAGE, spec_for(folder), mh_iv="ablate:0:1", mh_ivpos="3")
     assert not at.exception and not at.error
     model, loaded = eager(folder)
     enc = loaded.encode(TEXT)
@@ -182,7 +182,7 @@ def test_masked_lm_prediction_at_the_chosen_piece(tiny):
     p_b, p_a = (torch.softmax(o.double(), -1) for o in outs)
     assert top["P before"].tolist() == pytest.approx(p_b.topk(5).values.tolist(), abs=1e-6)
     assert top["P after"].tolist() == pytest.approx(p_a.topk(5).values.tolist(), abs=1e-6)
-    assert at.query_params["ivpos"] == "3"
+    assert at.query_params["mh_ivpos"] == "3"
 
 
 def test_embedding_model_cosines_before_and_after(tiny):
@@ -190,7 +190,7 @@ def test_embedding_model_cosines_before_and_after(tiny):
     text = "the cat sat\na dog barked\nthe mat"
     spec = AttentionSpec(tokens=tuple(text.split()), text=text, source="pretrained",
                          model=str(folder))
-    at = open_page(MODEL_PAGE, spec, iv="ablate:1:*")
+    at = open_page(MODEL_PAGE, spec, mh_iv="ablate:1:*")
     assert not at.exception and not at.error
     model, loaded = eager(folder)
 
@@ -234,12 +234,12 @@ def test_model_and_interventions_round_trip_through_the_link(tiny):
     at.number_input(key="iv_tau").set_value(0.5).run()
     assert not at.exception and not at.error
     link = dict(at.query_params)
-    assert link["iv"] == "temperature:*:1:0.5;temperature:*:3:0.5"
+    assert link["mh_iv"] == "temperature:*:1:0.5;temperature:*:3:0.5"
     assert link["model"] == str(folder) and link["layer"] == "1"
     shown = by_label(at)
     again = open_page(MODEL_PAGE, **link)
     assert not again.exception and not again.error
-    assert dict(again.query_params)["iv"] == link["iv"]
+    assert dict(again.query_params)["mh_iv"] == link["mh_iv"]
     assert again.selectbox(key="iv_kind").value == "temperature"
     assert sorted(again.multiselect(key="iv_heads").value) == [1, 3]
     assert by_label(again) == shown
@@ -250,7 +250,7 @@ def test_model_and_interventions_round_trip_through_the_link(tiny):
 def test_a_hand_written_link_is_applied_as_written(tiny):
     folder = tiny["gpt2"]
     iv = "ablate:1:2;temperature:*:*:0.5"
-    at = open_page(MODEL_PAGE, spec_for(folder), iv=iv)
+    at = open_page(MODEL_PAGE, spec_for(folder), mh_iv=iv)
     assert not at.exception and not at.error
-    assert at.query_params["iv"] == iv
+    assert at.query_params["mh_iv"] == iv
     assert any(iv in c.value for c in at.caption)

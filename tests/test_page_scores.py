@@ -79,24 +79,32 @@ def test_metrics_and_charts_equal_analyze_and_sweep():
 
 
 def test_head_choice_lives_in_the_url():
-    at = open_page(PAGE, SPEC, head="1")
+    at = open_page(PAGE, SPEC, sc_head="1")
     assert not at.exception
-    assert at.selectbox(key="view_head").value == 1 and _param(at, "head") == "1"
+    assert at.selectbox(key="view_sc_head").value == 1 and _param(at, "sc_head") == "1"
     a = analyze(SPEC)
     values = _metric_values(at)
     assert values[0] == pytest.approx(_raw_std(a, 1), abs=1e-3)
     assert values[5] == pytest.approx(a.scaled_metrics["effective_tokens"][1].mean().item(),
                                       abs=1e-2)
-    at.selectbox(key="view_head").set_value("all").run()
-    assert not at.exception and _param(at, "head") == "all"
+    at.selectbox(key="view_sc_head").set_value("all").run()
+    assert not at.exception and _param(at, "sc_head") == "all"
     assert _metric_values(at)[0] == pytest.approx(_raw_std(a, slice(None)), abs=1e-3)
+
+
+def test_a_link_with_the_old_head_name_opens_that_head():
+    """?head= (before the sc_ prefix) still picks the head; the address bar then says sc_head."""
+    at = open_page(PAGE, SPEC, head="1")
+    assert not at.exception
+    assert at.selectbox(key="view_sc_head").value == 1 and _param(at, "sc_head") == "1"
+    assert "head" not in dict(at.query_params)
 
 
 @pytest.mark.parametrize("bad", ["7", "-1", "x"])
 def test_a_head_the_spec_does_not_have_falls_back_to_all(bad):
-    at = open_page(PAGE, SPEC, head=bad)
+    at = open_page(PAGE, SPEC, sc_head=bad)
     assert not at.exception
-    assert at.selectbox(key="view_head").value == "all" and _param(at, "head") == "all"
+    assert at.selectbox(key="view_sc_head").value == "all" and _param(at, "sc_head") == "all"
 
 
 def test_causal_mask_leaves_no_nan_or_inf_in_any_chart():

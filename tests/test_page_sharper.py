@@ -37,7 +37,7 @@ def expected(short_runs):
 
 @pytest.fixture(scope="module")
 def page(short_runs):
-    return run_page(PAGE, train_seed=str(SEED))
+    return run_page(PAGE, sh_seed=str(SEED))
 
 
 def charts(at) -> list[tuple[dict, list[pd.DataFrame]]]:
@@ -59,7 +59,7 @@ def test_runs_without_exception_and_reads_the_seed(page):
     assert not page.exception
     assert not page.error
     assert page.number_input[0].value == SEED
-    assert page.query_params["train_seed"] in (str(SEED), [str(SEED)])
+    assert page.query_params["sh_seed"] in (str(SEED), [str(SEED)])
 
 
 def test_five_charts_drawn(page):
@@ -119,13 +119,13 @@ def test_tables_and_downloads(page, expected):
 
 def test_chinese_page_uses_the_cached_run(short_runs, expected):
     study, _ = expected
-    at = run_page(PAGE, train_seed=str(SEED), lang="zh")
+    at = run_page(PAGE, sh_seed=str(SEED), lang="zh")
     assert not at.exception
     assert "准确率" in at.info[0].value
     assert f"{study.sweep.set_index('multiplier').loc['argmax', 'accuracy']:.3f}" in at.info[0].value
 
 
 def test_bad_seed_in_url_falls_back_to_default(short_runs):
-    at = run_page(PAGE, train_seed="not-a-number")
+    at = run_page(PAGE, sh_seed="not-a-number")
     assert not at.exception
     assert at.number_input[0].value == 0

@@ -7,7 +7,7 @@ is instant for everyone afterwards, across server restarts, until the code chang
 progress bar is drawn inside the cached function, so on a cache hit Streamlit replays it as
 "drawn, then emptied": nothing. The page script stays a few calls:
 
-    draw_experiments()    # seed picker (?train_seed=), five charts, tables and downloads
+    draw_experiments()    # seed picker (?sh_seed=), five charts, tables and downloads
     draw_explanation()    # the formulas and the references
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .state import view_widget
 from .text import lang, t
 
 SEED_RANGE = (0, 9999)
+SEED_VIEW = "sh_seed"    # URL key: sh_<name> on this page (docs/architecture.md)
 
 
 def _with_progress(label: str, run):
@@ -63,9 +64,9 @@ def draw_experiments() -> None:
 
 
 def pick_seed() -> int:
-    """The training seed, kept in the URL as ?train_seed=."""
+    """The training seed, kept in the URL as ?sh_seed=."""
     lo, hi = SEED_RANGE
-    return view_widget("train_seed", st.number_input, default=0, cast=int,
+    return view_widget(SEED_VIEW, st.number_input, default=0, cast=int,
                        valid=lambda v: lo <= v <= hi, label=t("sharper.seed"), min_value=lo,
                        max_value=hi, step=1, help=t("sharper.seed_help"), width=220)
 

@@ -23,6 +23,7 @@ from .. import frames
 from ..analysis import Analysis
 from ..charts import heatmap as charts
 from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window, window_from_brush
+from ..spec import AttentionSpec
 from . import cache
 from .export import chart_buttons
 from .state import flag, view_widget
@@ -72,6 +73,15 @@ def head_picker(analysis: Analysis, key_prefix: str = "hm") -> int:
                        valid=lambda h: 0 <= h < heads, label=t("heatmap.head"),
                        options=list(range(heads)),
                        format_func=lambda h: t("heatmap.head_option", head=h))
+
+
+def draw_spec_heatmap(spec: AttentionSpec, key_prefix: str = "hm") -> None:
+    """The heatmap section of a spec's analysis, fetched from the cache here: inside a view
+    section (layout.Page.view) each click fetches it again instead of the section holding
+    it, so the byte-bounded store stays the only thing that keeps analyses alive."""
+    with st.spinner(t("common.computing")):
+        analysis = cache.analysis(spec)
+    draw_heatmap(analysis, key_prefix)
 
 
 def draw_heatmap(analysis: Analysis, key_prefix: str = "hm") -> None:

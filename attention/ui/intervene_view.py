@@ -7,8 +7,8 @@ does differently, by the kind of model:
     embeddings   the cosine between the text's embeddings before and after, and how the
                  similarities between the text's lines (one sentence per line) change
 
-The interventions live in the URL as `iv` (attention/interventions.py), the masked position as
-`ivpos`. A link whose interventions are not one kind on a set of layers x heads (hand-written)
+The interventions live in the URL as `mh_iv` (attention/interventions.py), the masked position
+as `mh_ivpos`. A link whose interventions are not one kind on a set of layers x heads (hand-written)
 is applied as it is until a widget here changes.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from . import model as cached
 from .state import view_widget
 from .text import message, t
 
-PARAM, POS_PARAM = "iv", "ivpos"
+PARAM, POS_PARAM = "mh_iv", "mh_ivpos"   # the Model heads page's keys (model_view.PREFIX)
 KIND, LAYERS, HEADS, TAU, CUSTOM = "iv_kind", "iv_layers", "iv_heads", "iv_tau", "iv_custom"
 ALL = "*"
 MAX_SENTENCES = 8      # lines compared for an embedding model (each is one more forward pass)

@@ -6,6 +6,7 @@ fresh server), so the sidebar is drawn here, by every page, the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -37,25 +38,48 @@ class Page:
     spec: AttentionSpec | None  # None when the sidebar's input is invalid
     fmt: str | None             # the token format the sidebar's text was split by
     lang: str
-    share_slot: object          # sidebar placeholder that finish() fills with the share link
+    share_slot: object          # sidebar container: the share link (link_slot), the snapshot box
+    link_slot: object           # holds one element, the share link; redrawn by view sections
+
+    def view(self, draw: Callable[..., None], *args, **kwargs) -> None:
+        """Draw a page section whose view controls (head, zoom, view, row...) rerun only it.
+
+        `draw(*args, **kwargs)` runs inside an st.fragment: a click on one of its widgets
+        reruns that function alone, not the sidebar or the page's other sections. The share
+        link is redrawn after it, so it always carries the view settings on screen. Pass
+        what the section is computed from (a spec), not large results: a fragment keeps its
+        arguments for the session's later reruns."""
+        _view_section(self, draw, args, kwargs)
+
+    def share_link(self) -> None:
+        """The share link of the URL as it is now (spec, language, view settings)."""
+        if self.spec is None:
+            return
+        url = f"{st.context.url or ''}?{urlencode(st.query_params.to_dict())}"
+        with self.link_slot.popover(t("sidebar.share"), icon=":material/link:",
+                                    width="stretch"):
+            st.caption(t("sidebar.share_help"))
+            st.code(url, language=None, wrap_lines=True)
 
     def finish(self) -> None:
         """Draw the share link last, so it includes the view settings the page just set."""
         if self.spec is None:
             return
-        base = st.context.url or ""
-        url = f"{base}?{urlencode(st.query_params.to_dict())}"
-        with self.share_slot.popover(t("sidebar.share"), icon=":material/link:",
-                                     width="stretch"):
-            st.caption(t("sidebar.share_help"))
-            st.code(url, language=None, wrap_lines=True)
+        self.share_link()
         snapshot_box(self.share_slot, self.spec)
+
+
+@st.fragment
+def _view_section(page: Page, draw: Callable[..., None], args: tuple, kwargs: dict) -> None:
+    draw(*args, **kwargs)
+    page.share_link()
 
 
 def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
     """Configure the page, draw the shared sidebar and return the current spec.
 
     With needs_spec (the default), invalid input shows its message and stops the page here."""
+    state.rename_old_keys()
     url_problems = state.seed_from_url()
     state.keep_across_pages(title_key)
     st.set_page_config(page_title=f"{t(title_key)} · Attention Explorer",
@@ -63,6 +87,7 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
     draft, sidebar_problems = _sidebar()
     state.sidebar_drawn(title_key)
     share_slot = st.sidebar.container()
+    link_slot = share_slot.empty()
     for problem in (*url_problems, *sidebar_problems):
         st.warning(message(problem), icon=":material/link_off:")
     state.write_url(draft.spec)
@@ -72,7 +97,7 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
         st.error(message(error), icon=":material/error:")
         st.stop()
     return Page(spec=draft.spec, fmt=draft.fmt, lang=st.session_state[LANG_KEY],
-                share_slot=share_slot)
+                share_slot=share_slot, link_slot=link_slot)
 
 
 def model_check(spec: AttentionSpec) -> UserError | None:

@@ -8,6 +8,7 @@ click on the grid) and the explanations live here; the interventions are interve
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 
 import streamlit as st
 
@@ -25,7 +26,8 @@ from .intervene_view import draw_interventions
 from .state import view_widget
 from .text import lang, message, t
 
-LAYER_VIEW, HEAD_VIEW, STAT_VIEW = "mlayer", "mhead", "mstat"
+PREFIX = "mh"          # this tab's URL keys: mh_<name> (docs/architecture.md, "The spec and the URL")
+LAYER_VIEW, HEAD_VIEW, STAT_VIEW = f"{PREFIX}_layer", f"{PREFIX}_head", f"{PREFIX}_stat"
 GRID_KEY = "model_grid"
 GRID_RECTS = 6 * 12 * GRID_CELLS * GRID_CELLS   # MiniLM's grid, rect by rect; more: one image
 
@@ -45,23 +47,49 @@ FORMULAS = {
 }
 
 
-def draw_model_tab(spec) -> None:
-    """Everything about the model's heads on the sidebar's text (the page's first tab)."""
-    text = spec.model_text
+def draw_model_tab(spec, view: Callable[..., None] = lambda draw, *args: draw(*args)) -> None:
+    """Everything about the model's heads on the sidebar's text (the page's first tab).
+
+    `view` draws the part a layer or head choice changes (layout.Page.view: a click there
+    reruns only that part, not the sidebar, the pieces or the interventions)."""
     real = spec.source == "pretrained"
     source = spec.model_source if real else BUNDLED
     if not real:
         st.info(t("model.toy_note"), icon=":material/info:")
     if spec.causal or spec.temperature != 1.0:
         st.info(t("model.own_settings"), icon=":material/info:")
+    loaded_report = _loaded_report(spec, source)
+    if loaded_report is None:
+        return
+    loaded, report = loaded_report
+    draw_pieces(report)
+    view(draw_heads, spec, source)
+    draw_interventions(loaded, source, spec.model_text, report.tokens)
+    draw_explanations()
+
+
+def _loaded_report(spec, source: str):
+    """(the model, its cached HeadsReport on the sidebar's text), or None once the reason
+    it cannot be had is shown."""
     try:
         loaded = cached.ensure_model(source)
         with st.spinner(t("common.computing")):
-            report = cached.report(source, text, spec.hide_sinks)
+            return loaded, cached.report(source, spec.model_text, spec.hide_sinks)
     except UserError as err:
         st.error(message(err), icon=":material/error:")
+        return None
+
+
+def draw_heads(spec, source: str) -> None:
+    """What a layer or head choice changes: the grid's frame, the pickers, the chosen head
+    scaled vs unscaled, the per-head table, the layer's rollout and value-weighted view.
+    The model and report are looked up (cached) here, not passed in, so that a fragment
+    around this function holds nothing large between clicks."""
+    loaded_report = _loaded_report(spec, source)
+    if loaded_report is None:
         return
-    draw_pieces(report)
+    loaded, report = loaded_report
+    real = spec.source == "pretrained"
     grid_slot = st.container()        # the grid shows above the pickers but needs their value
     layer, head = pick_head(loaded.layers, loaded.heads)
     with grid_slot:
@@ -71,15 +99,13 @@ def draw_model_tab(spec) -> None:
     with st.spinner(t("common.computing")):   # the model's own settings: its mask, temperature 1
         analysis = cache.analysis(replace(spec, source="pretrained", model=spec.model if real
                                           else "", layer=layer, causal=False, temperature=1.0))
-    draw_comparison(analysis, head, key_prefix="mh")
+    draw_comparison(analysis, head, key_prefix=PREFIX)
     draw_table(report)
     draw_rollout(report, layer)
     if report.has_values:
-        draw_value_weighted(source, text, report.tokens, layer, head)
+        draw_value_weighted(source, spec.model_text, report.tokens, layer, head)
     else:
         st.info(t("model.value_unknown"), icon=":material/info:")
-    draw_interventions(loaded, source, text, report.tokens)
-    draw_explanations()
 
 
 def draw_pieces(report) -> None:
@@ -122,7 +148,7 @@ def draw_grid(report, current: tuple[int, int], hidden: bool = False) -> None:
 
 
 def pick_head(layers: int, heads: int) -> tuple[int, int]:
-    """Layer and head pickers, kept in the URL as ?mlayer=&mhead=."""
+    """Layer and head pickers, kept in the URL as ?mh_layer=&mh_head=."""
     left, right, _ = st.columns([1, 1, 2])
     with left:
         layer = view_widget(LAYER_VIEW, st.selectbox, default=0, cast=int,

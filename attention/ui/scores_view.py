@@ -2,7 +2,7 @@
 1/sqrt(d_k), the d_k sweep, saturation, and why the sharper attention is not the better one.
 
 Everything is drawn from the cached Analysis and d_k sweep of the sidebar's spec; the head
-picker (kept in the URL as ?head=) only re-slices them. The page script stays a few calls:
+picker (kept in the URL as ?sc_head=) only re-slices them. The page script stays a few calls:
 
     draw_scores(spec)
 """
@@ -22,6 +22,7 @@ from .export import chart_buttons, csv_button
 from .state import view_widget
 from .text import lang, t
 
+HEAD_VIEW = "sc_head"    # URL key: sc_<name> on this page (docs/architecture.md)
 METRIC_FORMATS = {"entropy": "{:.3f}", "effective_tokens": "{:.2f}", "max_weight": "{:.3f}",
                   "jacobian_norm": "{:.4f}", "saturated": "{:.1%}"}
 
@@ -63,9 +64,9 @@ def draw_scores(spec: AttentionSpec) -> None:
 
 
 def pick_head(analysis: Analysis) -> int | None:
-    """One head or all of them (None), kept in the URL as ?head= ("all" or the head's index)."""
+    """One head or all of them (None), kept in the URL as ?sc_head= ("all" or the head's index)."""
     choice = view_widget(
-        "head", st.selectbox, default="all", cast=lambda raw: raw if raw == "all" else int(raw),
+        HEAD_VIEW, st.selectbox, default="all", cast=lambda raw: raw if raw == "all" else int(raw),
         valid=lambda v: v == "all" or (isinstance(v, int) and 0 <= v < analysis.heads),
         label=t("scores.head"), options=["all", *range(analysis.heads)], help=t("scores.head_help"),
         format_func=lambda v: t("scores.head_all") if v == "all" else t("scores.head_one", head=v),

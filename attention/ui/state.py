@@ -138,6 +138,25 @@ def link_params(spec: AttentionSpec | None) -> dict[str, str]:
     return params
 
 
+# Page view settings live in the URL as <section>_<name>, one prefix per page (a tab of its
+# own for uploads): hm Heatmap, sc Score analysis, mh Model heads, up its upload tab, sh Is
+# sharper better?, imp Does the model use it? Spec fields and `lang` carry no prefix. The
+# names links used before that scheme, read when the new name is absent (rename_old_keys):
+RENAMED = {"mlayer": "mh_layer", "mhead": "mh_head", "mstat": "mh_stat", "iv": "mh_iv",
+           "ivpos": "mh_ivpos", "head": "sc_head", "train_seed": "sh_seed"}
+
+
+def rename_old_keys() -> None:
+    """A link made before the scheme opens the same view: each old name's value moves to its
+    new name (unless the link has that too) and the address bar then shows only the new one."""
+    for old, new in RENAMED.items():
+        if old in st.query_params:
+            value = st.query_params[old]
+            del st.query_params[old]
+            if new not in st.query_params:
+                st.query_params[new] = value
+
+
 def flag(raw: str) -> bool:
     """A toggle's value as view_widget writes it into the URL ("True" / "False")."""
     if raw not in ("True", "False"):
