@@ -9,6 +9,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attention import pretrained
+from attention.headstats import HEAD_COLUMNS, SINK_COLUMNS
 from attention.spec import AttentionSpec
 from tests.apptest import chart_frames, open_page
 
@@ -80,6 +81,21 @@ def test_rollout_and_value_weighted_views(page):
     assert any("Kobayashi" in s for s in titles)
     norms = [f for f in chart_frames(page) if "f_norm" in f]
     assert len(norms) == 1 and len(norms[0]) == 9 and (norms[0]["f_norm"] >= 0).all()
+
+
+def test_every_head_statistic_draws_the_table_column():
+    """Each choice of the statistic picker draws its layers x heads chart from the table's
+    own column (entropy, which has no fixed top, once failed altair's schema)."""
+    at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained"))
+    table = at.dataframe[0].value
+    for stat in (*HEAD_COLUMNS, *SINK_COLUMNS):
+        at.selectbox(key="view_mh_stat").set_value(stat).run()
+        assert not at.exception, stat
+        charts = [f for f in chart_frames(at) if {"layer", "head", stat} <= set(f)
+                  and "qb" not in f]
+        assert len(charts) == 1, stat
+        assert len(charts[0]) == len(table) == 72
+        assert at.query_params["mh_stat"] == stat
 
 
 def test_toy_source_note_and_bad_url_head():

@@ -128,12 +128,13 @@ def head_stat_chart(table: pd.DataFrame, column: str, lang: str) -> alt.Chart:
         raise ValueError(f"unknown head statistic {column!r}")
     heads = int(table["head"].max()) + 1
     layers = int(table["layer"].max()) + 1
-    domain = None if column == "entropy" else [0, 1]
+    scale = (alt.Scale(scheme="viridis") if column == "entropy"      # nats: no fixed top
+             else alt.Scale(scheme="viridis", domain=[0, 1]))
     return natural_size(alt.Chart(table).mark_rect().encode(
         x=alt.X("head:O", title=_t(lang, "head")),
         y=alt.Y("layer:O", title=_t(lang, "layer")),
         color=alt.Color(f"{column}:Q", title=_t(lang, f"col_{column}"),
-                        scale=alt.Scale(scheme="viridis", domain=domain)),
+                        scale=scale),
         tooltip=[alt.Tooltip("layer:Q", title=_t(lang, "layer")),
                  alt.Tooltip("head:Q", title=_t(lang, "head")),
                  *[alt.Tooltip(f"{c}:Q", title=_t(lang, f"col_{c}"), format=".3f")
