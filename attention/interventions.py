@@ -1,4 +1,4 @@
-"""Interventions in a link: `iv=ablate:2:5;temperature:*:*:0.5` (no torch, no streamlit).
+"""Interventions in a link: `mh_iv=ablate:2:5;temperature:*:*:0.5` (no torch, no streamlit).
 
 Each item is `kind:layer:head[:value]`, `*` meaning every layer or every head; items are
 joined by `;`. `to_param` writes the canonical form and `from_param` reads it back exactly;

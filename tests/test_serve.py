@@ -87,7 +87,7 @@ def test_sharper_page_uses_what_the_warm_up_stored(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ex, "sharpening_study", no_training)
     monkeypatch.setattr(ex, "scaling_sweep", no_training)
-    at = run_page("pages/4_Is_sharper_better.py", train_seed="0")
+    at = run_page("pages/4_Is_sharper_better.py", sh_seed="0")
     assert not at.exception
     assert len(at.get("vega_lite_chart")) == 5
 
