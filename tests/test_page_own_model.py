@@ -63,8 +63,8 @@ def eager_out(model, loaded, text=TEXT, hook=None):
 def matrix(frame, column: str, n: int) -> torch.Tensor:
     """(n, n) float64 from a cell frame (query_pos, key_pos); cells not drawn (masked) are 0."""
     out = torch.zeros(n, n, dtype=torch.float64)
-    out[frame["query_pos"].to_numpy(), frame["key_pos"].to_numpy()] = torch.tensor(
-        frame[column].to_numpy(), dtype=torch.float64)
+    out[frame["query_pos"].to_numpy(copy=True), frame["key_pos"].to_numpy(copy=True)] = torch.tensor(
+        frame[column].to_numpy(copy=True), dtype=torch.float64)
     return out
 
 
