@@ -102,3 +102,24 @@ def test_each_frame_is_computed_once_per_text_and_model(tiny, monkeypatch):
     # another text is another entry
     at.sidebar.text_area(key="in_text").input("a dog barked").run()
     assert not at.exception and calls.count("token_importance") == 2
+
+
+def test_agreement_chart_dash_legend_is_drawn_by_a_plain_line_layer():
+    """The dashes tell occlusion from gradient x input: the strokeDash legend must come from
+    a line layer without point markers (with mark_line(point=True) Vega-Lite draws that
+    legend's symbols as circles and its entries showed no dash at all)."""
+    import pandas as pd
+
+    from attention.charts.importance import agreement_chart
+
+    frame = pd.DataFrame([dict(layer=layer, score=score, target=target, spearman=0.1 * layer)
+                          for layer in range(3) for score in ("rollout", "flow")
+                          for target in ("occlusion", "gradient")])
+    spec = agreement_chart(frame, "en").to_dict()
+    dashed = [layer for layer in spec["layer"] if "strokeDash" in layer.get("encoding", {})]
+    assert len(dashed) == 1
+    mark = dashed[0]["mark"]
+    assert mark == "line" or (mark["type"] == "line" and not mark.get("point"))
+    assert dashed[0]["encoding"]["strokeDash"]["legend"]["symbolType"] == "stroke"
+    assert any(layer["mark"] in ("circle", {"type": "circle", "size": 30})
+               for layer in spec["layer"])

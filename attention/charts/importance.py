@@ -19,18 +19,20 @@ def agreement_chart(agreement: pd.DataFrame, lang: str) -> alt.Chart:
     data = agreement.dropna(subset=["spearman"]).assign(
         score_label=lambda f: [_t(lang, f"score_{s}") for s in f["score"]],
         target_label=lambda f: [_t(lang, f"target_{s}") for s in f["target"]])
-    chart = alt.Chart(data).mark_line(point=True).encode(
+    base = alt.Chart(data).encode(
         x=alt.X("layer:O", title=_t(lang, "axis_layer")),
         y=alt.Y("spearman:Q", title=_t(lang, "axis_spearman"), scale=alt.Scale(domain=[-1, 1])),
-        # labels in full (the longest, "raw attention (readout query)", was cut at 160 px);
-        # the dash legend draws lines, so its two entries look as the lines do
+        # labels in full (the longest, "raw attention (readout query)", was cut at 160 px)
         color=alt.Color("score_label:N", title=_t(lang, "axis_score"),
                         legend=alt.Legend(labelLimit=320)),
+        tooltip=["layer", "score_label", "target_label", alt.Tooltip("spearman:Q", format=".2f")])
+    # Lines and points as two layers: with mark_line(point=True) the dash legend draws
+    # circles, which cannot show a dash, and its two entries looked empty.
+    lines = base.mark_line().encode(
         strokeDash=alt.StrokeDash("target_label:N", title=_t(lang, "axis_target"),
                                   legend=alt.Legend(symbolType="stroke", symbolStrokeColor="#555",
-                                                    symbolStrokeWidth=2, labelLimit=320)),
-        tooltip=["layer", "score_label", "target_label", alt.Tooltip("spearman:Q", format=".2f")],
-    ).properties(width=420, height=260)
+                                                    symbolStrokeWidth=2, labelLimit=320)))
+    chart = alt.layer(lines, base.mark_circle(size=30)).properties(width=420, height=260)
     return natural_size(chart)
 
 
