@@ -11,6 +11,7 @@ import pandas as pd
 import torch
 
 from . import metrics
+from .pooling import blocks_for
 
 CLS, SEP = "[CLS]", "[SEP]"
 HEAD_COLUMNS = ("entropy", "max_weight", "to_cls", "to_sep", "to_punct",
@@ -128,17 +129,19 @@ def value_weighted_norms(weights: torch.Tensor, f: torch.Tensor) -> torch.Tensor
 # ---- every head at a glance: the pooled grid of the Model heads page -------------------
 
 def block_matrices(n: int, cells: int) -> tuple[torch.Tensor, torch.Tensor, list[tuple[int, int]]]:
-    """Pooling for n positions into b = min(n, cells) contiguous blocks.
+    """Pooling for n positions into the blocks the heatmap's pooling uses (pooling.blocks_for:
+    the smallest equal size that gives at most `cells` blocks, the last one shorter), so a
+    block covers the same positions on every page.
 
     Returns mean_rows (b, n) averaging the queries of a block, sum_cols (b, n) adding up the
     keys of a block, and each block's (first, last) position. mean_rows @ W @ sum_cols^T of a
     row-stochastic W is row-stochastic: a block row is the share of its queries' attention
     that lands on each key block."""
-    b = min(n, cells)
-    index = torch.arange(n) * b // n                                     # (n,) block of each position
-    member = torch.nn.functional.one_hot(index, b).T.to(torch.float32)   # (b, n)
+    blocks = blocks_for(n, cells)
+    index = torch.arange(n) // blocks.size                               # (n,) block of each position
+    member = torch.nn.functional.one_hot(index, blocks.count).T.to(torch.float32)   # (b, n)
     mean_rows = member / member.sum(dim=1, keepdim=True)                 # (b, n)
-    spans = [(int(row.nonzero()[0]), int(row.nonzero()[-1])) for row in member]
+    spans = [(blocks.start(i), blocks.stop(i) - 1) for i in range(blocks.count)]
     return mean_rows, member, spans
 
 
@@ -147,7 +150,7 @@ def _span_label(tokens, first: int, last: int) -> str:
 
 
 def grid_blocks(weights: torch.Tensor, cells: int = GRID_CELLS) -> tuple[torch.Tensor, list]:
-    """weights (layers, heads, n, n) pooled to (layers, heads, b, b), b = min(n, cells), and
+    """weights (layers, heads, n, n) pooled to (layers, heads, b, b), b <= cells (block_matrices), and
     each block's (first, last) position."""
     mean_rows, sum_cols, spans = block_matrices(weights.shape[-1], cells)
     return mean_rows @ weights @ sum_cols.T, spans                      # (layers, heads, b, b)

@@ -90,14 +90,15 @@ def test_value_weighted_norms_direct():
 
 
 def test_grid_frame_is_each_query_blocks_share_of_attention_per_key_block():
-    """30 positions into 12 blocks (position i in block i * 12 // 30): a cell is the mean over
-    the block's queries of the weight they put on the key block's positions, by hand."""
+    """30 positions into at most 12 blocks, cut as the heatmap's pooling cuts them (blocks of
+    ceil(30 / 12) = 3: position i in block i // 3, 10 blocks): a cell is the mean over the
+    block's queries of the weight they put on the key block's positions, by hand."""
     gen = torch.Generator().manual_seed(7)
     w = torch.softmax(torch.randn(2, 3, 30, 30, generator=gen) * 2, dim=-1)   # (2, 3, 30, 30)
     tokens = [f"t{i}" for i in range(30)]
     frame = headstats.grid_frame(w, tokens, cells=12)
-    assert len(frame) == 2 * 3 * 12 * 12
-    block = [i * 12 // 30 for i in range(30)]
+    assert len(frame) == 2 * 3 * 10 * 10
+    block = [i // 3 for i in range(30)]
     for row in frame.sample(40, random_state=0).itertuples():
         qs = [i for i in range(30) if block[i] == row.qb]
         ks = [j for j in range(30) if block[j] == row.kb]

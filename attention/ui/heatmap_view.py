@@ -25,6 +25,7 @@ from ..charts import heatmap as charts
 from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window, window_from_brush
 from ..spec import AttentionSpec
 from . import cache
+from .explain import explanation
 from .export import chart_buttons
 from .state import flag, view_widget
 from .text import lang, t
@@ -255,12 +256,12 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
 
 def draw_explanation() -> None:
     """What the heatmap shows and why the scale matters, with the formula."""
-    with st.expander(t("heatmap.explain_title"), icon=":material/school:"):
-        st.latex(r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau}\right)V")
-        st.markdown(t("heatmap.explain_formula"))
-        st.latex(r"\operatorname{Var}(q\cdot k)=d_k\quad\Rightarrow\quad"
-                 r"\operatorname{std}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right)=1")
-        st.markdown(t("heatmap.explain_scaling"))
-        st.latex(r"J=\operatorname{diag}(p)-pp^\top,\qquad \|J\|_F\to 0\ \text{as}\ p\to\text{one-hot}")
-        st.markdown(t("heatmap.explain_saturation"))
-        st.markdown(t("heatmap.explain_reading"))
+    explanation("heatmap.explain_title", [
+        (None, r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}\,\tau}\right)V"),
+        ("heatmap.explain_formula", r"\operatorname{Var}(q\cdot k)=d_k\quad\Rightarrow\quad"
+                                    r"\operatorname{std}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right)=1"),
+        ("heatmap.explain_scaling",
+         r"J=\operatorname{diag}(p)-pp^\top,\qquad \|J\|_F\to 0\ \text{as}\ p\to\text{one-hot}"),
+        ("heatmap.explain_saturation", None),
+        ("heatmap.explain_reading", None),
+    ])

@@ -31,7 +31,6 @@ class Draft:
     """What the sidebar holds: a valid spec, or the reason there is none."""
     spec: AttentionSpec | None
     error: UserError | None
-    url_problems: tuple[UserError, ...] = ()
     fmt: str | None = None   # the format the token box was split by (what "auto" detected)
 
 
