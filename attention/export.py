@@ -4,6 +4,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from .charts.vega import Figure
+
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
     """UTF-8 CSV with a BOM, so spreadsheet programs read CJK and emoji tokens correctly.
@@ -21,19 +23,21 @@ def _defuse(value):
     return value
 
 
-def chart_spec(chart: alt.TopLevelMixin) -> dict:
+def chart_spec(chart: alt.TopLevelMixin | Figure) -> dict:
     """The chart's Vega-Lite dict with its data inlined, whatever its size."""
+    if isinstance(chart, Figure):
+        return chart.inline()
     with alt.data_transformers.disable_max_rows():
         return chart.to_dict()
 
 
-def chart_png(chart: alt.TopLevelMixin, scale: float = 2.0) -> bytes:
+def chart_png(chart: alt.TopLevelMixin | Figure, scale: float = 2.0) -> bytes:
     import vl_convert as vlc  # lazy: only a click on "PNG" pays for the renderer
 
     return vlc.vegalite_to_png(chart_spec(chart), scale=scale)
 
 
-def chart_svg(chart: alt.TopLevelMixin) -> bytes:
+def chart_svg(chart: alt.TopLevelMixin | Figure) -> bytes:
     import vl_convert as vlc
 
     return vlc.vegalite_to_svg(chart_spec(chart)).encode("utf-8")

@@ -22,13 +22,18 @@ import shutil
 PROBE = """
 (() => {
   const sel = '[data-testid="stMain"] [data-testid="stVegaLiteChart"]';
+  // A canvas once seen painted stays painted (Vega clears and redraws it within one frame),
+  // so its pixels are read until then only: reading a big canvas every frame would load the
+  // main thread the probe is timing.
+  const painted = new WeakSet();
   const drawn = (el) => {
     const img = el.querySelector('img');
     if (img) return img.complete && img.naturalWidth > 0;
     const cv = el.querySelector('canvas');
+    if (cv && painted.has(cv)) return true;
     if (cv && cv.width) {
       const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
-      for (let i = 3; i < d.length; i += 4 * 29) if (d[i]) return true;
+      for (let i = 3; i < d.length; i += 4 * 29) if (d[i]) { painted.add(cv); return true; }
       return false;
     }
     return !!el.querySelector(

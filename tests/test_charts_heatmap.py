@@ -17,6 +17,7 @@ from attention.analysis import analyze
 from attention.charts import heatmap as charts
 from attention.export import chart_spec
 from attention.charts.colors import colorize
+from attention.charts.vega import page_spec
 from attention.pooling import blocks_for, pooled_cells, pooled_matrices
 from attention.spec import AttentionSpec
 
@@ -101,27 +102,87 @@ def test_rendered_axis_labels_and_cell_numbers(cat):
     assert [float(x) for x in printed] == pytest.approx(w.tolist(), abs=0.005)
 
 
+def colour_domains(spec: dict) -> list[list[float]]:
+    """Per panel, the ends its colour scale spans: the rows of its invisible end points."""
+    out = []
+    for value, p in zip(charts.VALUES, spec["hconcat"]):
+        (ends,) = [layer for layer in p["layer"] if layer["mark"].get("opacity") == 0]
+        assert ends["mark"]["type"] == "point" and ends["encoding"]["color"]["field"] == value
+        out.append([row[value] for row in spec["datasets"][ends["data"]["name"]]])
+    return out
+
+
 def test_colour_scales_shared_for_weights_and_centred_for_differences(cat):
     frame = frames.cells(cat, heads=[1])
     spec = spec_of(charts.comparison_chart(frame, charts.cell_axes(cat.tokens, range(6), range(6))))
     scaled, unscaled, diff = (p["encoding"]["color"]["scale"] for p in panels(spec))
+    assert "domain" not in scaled and scaled["nice"] is False and scaled["zero"] is False
     top = max(frame["weight"].max(), frame["unscaled_weight"].max())
-    assert scaled["domain"] == unscaled["domain"] == [0, pytest.approx(top)]
+    d_scaled, d_unscaled, d_diff = colour_domains(spec)
+    assert d_scaled == d_unscaled == [0, pytest.approx(top)]
     assert scaled["scheme"] == unscaled["scheme"]
     m = frame["difference"].abs().max()
-    assert diff["domain"] == [pytest.approx(-m), pytest.approx(m)] and diff["domainMid"] == 0
+    assert d_diff == [pytest.approx(-m), pytest.approx(m)] and diff["domainMid"] == 0
     own = spec_of(charts.comparison_chart(frame, charts.cell_axes(cat.tokens, range(6), range(6)),
                                           shared=False))
-    assert panels(own)[0]["encoding"]["color"]["scale"]["domain"] == [0, pytest.approx(frame["weight"].max())]
+    assert colour_domains(own)[0] == [0, pytest.approx(frame["weight"].max())]
+
+
+def test_colours_drawn_are_those_of_the_explicit_domain(cat):
+    """vl-convert's Vega draws the chart (domain from the end points) pixel for pixel as the
+    same chart with the domain written into each scale and no end points."""
+    import vl_convert as vlc
+
+    frame = frames.cells(cat, heads=[1])
+    for shared in (True, False):
+        spec = spec_of(charts.comparison_chart(
+            frame, charts.cell_axes(cat.tokens, range(6), range(6)), shared=shared))
+        explicit = json.loads(json.dumps(spec))
+        for p, domain in zip(explicit["hconcat"], colour_domains(spec)):
+            ends = p["layer"].pop()
+            legend = ends["encoding"]["color"].get("legend", {})
+            for layer in p["layer"]:
+                colour = layer["encoding"]["color"]
+                if "field" in colour:
+                    colour["scale"]["domain"] = domain
+                    colour["legend"] = legend
+        ours, ref = (np.asarray(Image.open(io.BytesIO(vlc.vegalite_to_png(s, scale=1))))
+                     for s in (spec, explicit))
+        assert ours.shape == ref.shape
+        assert np.abs(ours.astype(int) - ref.astype(int)).max() <= 2
+
+
+def test_another_head_is_the_same_spec_with_other_data(cat):
+    """What the browser draws in place: a head change (or a new zoom box on the overview)
+    changes the data sets only, never the spec's JSON, and the layout is built once."""
+    axes = charts.cell_axes(cat.tokens, range(6), range(6))
+    one, two = (charts.comparison_chart(frames.cells(cat, heads=[h]), axes) for h in (0, 1))
+    assert one.spec_json is two.spec_json                       # the cached layout
+    assert set(one.data) == {"cells", "extent"} and not one.data["cells"].equals(two.data["cells"])
+    long = analyze(AttentionSpec(tokens=tuple(f"t{i}" for i in range(100)), heads=2))
+    figures = []
+    for head, box in ((0, (0, 16, 0, 16)), (1, (32, 48, 8, 24))):
+        pooled, blocks = pooled_matrices(long, [head], 64, "max")
+        images = charts.pooled_images({v: m.numpy() for v, m in pooled.items()})
+        figures.append(charts.overview_chart(images, charts.block_axes(blocks, "max"), box=box))
+    one, two = figures
+    assert one.spec_json == two.spec_json
+    assert one.data["span"]["url_weight"][0] != two.data["span"]["url_weight"][0]
+    assert [f.data["box"].to_dict("records") for f in figures] == \
+        [[{"q0": 0, "q1": 16, "k0": 0, "k1": 16}], [{"q0": 32, "q1": 48, "k0": 8, "k1": 24}]]
+    # the page's spec: the same JSON, the data sets as DataFrames beside it
+    spec = page_spec(one)
+    assert json.dumps({k: v for k, v in spec.items() if k != "datasets"}) == one.spec_json
+    assert all(isinstance(d, pd.DataFrame) for d in spec["datasets"].values())
 
 
 def test_numbers_in_cells_only_when_small(cat):
     small = spec_of(charts.comparison_chart(frames.cells(cat, heads=[0]),
                                             charts.cell_axes(cat.tokens, range(6), range(6))))
-    assert [layer["mark"]["type"] for layer in small["hconcat"][0]["layer"]] == ["rect", "text"]
+    assert [layer["mark"]["type"] for layer in small["hconcat"][0]["layer"]] == ["rect", "text", "point"]
     a = analyze(AttentionSpec(tokens=tuple(f"w{i}" for i in range(20)), heads=1))
     big = spec_of(charts.comparison_chart(frames.cells(a), charts.cell_axes(a.tokens, range(20), range(20))))
-    assert [layer["mark"]["type"] for layer in big["hconcat"][0]["layer"]] == ["rect"]
+    assert [layer["mark"]["type"] for layer in big["hconcat"][0]["layer"]] == ["rect", "point"]
 
 
 def test_tooltip_has_tokens_positions_scores_and_weights(cat):
@@ -167,11 +228,14 @@ def test_overview_is_one_image_per_panel_coloured_from_the_pooled_matrix():
     spec = spec_of(chart)
     assert spec["usermeta"]["embedOptions"]["renderer"] == "canvas"
     top = float(torch.stack([pooled["weight"], pooled["unscaled_weight"]]).nan_to_num(0).max())
-    for value, entry in zip(charts.VALUES, spec["hconcat"]):
+    (span,) = spec["datasets"][spec["data"]["name"]]             # every panel's image row
+    for value, entry, domain in zip(charts.VALUES, spec["hconcat"], colour_domains(spec)):
         image, legend, box = entry["layer"]
-        assert image["mark"]["type"] == "image" and image["mark"]["url"] == images[value]["urls"][0]
-        span = spec["datasets"][image["data"]["name"]]
-        assert span == [{"key_start": 0, "key_stop": 300, "query_start": 0, "query_stop": 300}]
+        assert image["mark"]["type"] == "image"
+        assert image["encoding"]["url"]["field"] == f"url_{value}"
+        assert span[f"url_{value}"] == images[value]["urls"][0]
+        assert {k: span[k] for k in ("key_start", "key_stop", "query_start", "query_stop")} \
+            == {"key_start": 0, "key_stop": 300, "query_start": 0, "query_stop": 300}
         assert image["encoding"]["y"]["scale"]["reverse"] is True   # query 0 at the top
         pixels = png_pixels(images[value]["urls"][0])                  # (60, 60, 4): blocks of 5
         matrix = pooled[value].numpy()
@@ -183,7 +247,7 @@ def test_overview_is_one_image_per_panel_coloured_from_the_pooled_matrix():
         else:
             assert (lo, hi) == (0.0, pytest.approx(top, rel=1e-6))
         np.testing.assert_array_equal(pixels, colorize(matrix, (lo, hi), images[value]["scheme"]))
-        assert legend["encoding"]["color"]["scale"]["domain"] == [lo, hi]
+        assert domain == [lo, hi] and "domain" not in legend["encoding"]["color"]["scale"]
         assert (legend["encoding"]["color"]["legend"] is None) == (value == "weight")
         assert box["mark"]["stroke"] == charts.BOX_COLOR
         assert spec["datasets"][box["data"]["name"]] == [{"q0": 10, "q1": 26, "k0": 0, "k1": 16}]
@@ -244,8 +308,9 @@ def test_row_chart_scaled_vs_unscaled(cat):
     assert eval_label_expr(spec["encoding"]["x"]["axis"]["labelExpr"], 4) == "the"
 
 
-def test_fast_spec_draws_exactly_what_the_validated_spec_draws(cat):
-    """The page skips altair's validation (fast_spec); both specs render the same SVG."""
+def test_page_spec_draws_exactly_what_the_validated_spec_draws(cat):
+    """The page skips altair's validation and names datasets by position (page_spec); both
+    specs render the same SVG."""
     import vl_convert as vlc
 
     a = analyze(AttentionSpec(tokens=tuple(f"t{i}" for i in range(40)), heads=1, causal=True))
@@ -257,10 +322,10 @@ def test_fast_spec_draws_exactly_what_the_validated_spec_draws(cat):
         charts.heads_grid_chart(frames.cells(cat), charts.cell_axes(cat.tokens, range(6), range(6))),
     ]
     for chart in charts_:
-        fast = charts.fast_spec(chart)
-        if isinstance(chart.data, pd.DataFrame):              # the overview has inline data only
-            assert isinstance(fast["datasets"]["cells"], pd.DataFrame)
-            fast["datasets"]["cells"] = json.loads(fast["datasets"]["cells"].to_json(orient="records"))
+        fast = page_spec(chart)
+        assert all(isinstance(d, pd.DataFrame) for d in fast["datasets"].values())
+        fast["datasets"] = {name: json.loads(json.dumps(d.to_dict("records"), default=float))
+                            for name, d in fast["datasets"].items()}
         # Same marks, positions and colours; aria-labels differ only in float digits
         # (float32 through pandas' JSON vs altair's own serialiser); gradient and clip ids and
         # the view names of a brush's view come from counters.

@@ -36,9 +36,14 @@ def open_page(spec: AttentionSpec | None = None, **params: str) -> AppTest:
 
 
 def datasets(at: AppTest) -> list[list[pd.DataFrame]]:
-    """Per vega-lite chart on the page, its datasets as DataFrames."""
+    """Per vega-lite chart on the page, its datasets as DataFrames (its main data first)."""
     return [[pa.ipc.open_stream(io.BytesIO(d.data.data)).read_all().to_pandas()
              for d in chart.proto.datasets] for chart in at.get("vega_lite_chart")]
+
+
+def main_data(at: AppTest) -> list[pd.DataFrame]:
+    """Per vega-lite chart, the data its marks draw (the cells; an overview's image row)."""
+    return [charts[0] for charts in datasets(at)]
 
 
 def assert_cells_match(data: pd.DataFrame, a, head: int) -> None:
@@ -54,7 +59,7 @@ def assert_cells_match(data: pd.DataFrame, a, head: int) -> None:
 def test_chart_data_equals_analyze_for_a_spec_from_the_url():
     at = open_page(CAT)
     assert not at.exception and not at.error
-    (data,), = datasets(at)                                   # one chart, one shared dataset
+    (data,) = main_data(at)                                   # one chart, one shared dataset
     assert len(data) == 36                                    # 6 x 6 with "the" twice
     assert_cells_match(data, analyze(CAT), head=0)
 
@@ -67,7 +72,7 @@ def test_head_picker_changes_the_data_without_recomputing(monkeypatch):
     at = open_page(CAT)
     at.selectbox(key="view_hm_head").set_value(2).run()
     assert not at.exception
-    (data,), = datasets(at)
+    (data,) = main_data(at)
     assert_cells_match(data, analyze(CAT), head=2)
     assert at.query_params["hm_head"] == "2"                  # kept in the share link
     at.segmented_control(key="view_hm_view").set_value("grid").run()
@@ -90,7 +95,7 @@ def test_moving_the_zoom_recomputes_and_repools_nothing(monkeypatch):
         at.number_input(key="view_hm_q").set_value(q).run()
         at.number_input(key="view_hm_k").set_value(k).run()
         assert not at.exception
-        (zoom,) = datasets(at)[1]
+        zoom = main_data(at)[1]
         assert zoom["query_pos"].min() == q and zoom["key_pos"].min() == k
     at.selectbox(key="view_hm_win").set_value(64).run()
     assert not at.exception and len(datasets(at)[1][0]) == 64 * 64
@@ -98,17 +103,17 @@ def test_moving_the_zoom_recomputes_and_repools_nothing(monkeypatch):
 
 
 def test_head_from_the_url_and_an_invalid_one_falls_back():
-    (data,), = datasets(open_page(CAT, hm_head="1"))
+    (data,) = main_data(open_page(CAT, hm_head="1"))
     assert set(data["head"]) == {1}
     at = open_page(CAT, hm_head="7")                          # only 3 heads: back to head 0
     assert not at.exception
-    (data,), = datasets(at)
+    (data,) = main_data(at)
     assert set(data["head"]) == {0}
 
 
 def test_all_heads_grid_and_follow_one_query():
     a = analyze(CAT)
-    (grid,), = datasets(open_page(CAT, hm_view="grid", hm_grid="difference"))
+    (grid,) = main_data(open_page(CAT, hm_view="grid", hm_grid="difference"))
     assert len(grid) == 3 * 36
     for row in grid.itertuples():
         expected = a.scaled.weights[row.head, row.query_pos, row.key_pos] \
@@ -116,7 +121,7 @@ def test_all_heads_grid_and_follow_one_query():
         assert row.difference == pytest.approx(float(expected), abs=1e-6)
     at = open_page(CAT, hm_view="row", hm_row="4", hm_head="1")
     assert not at.exception
-    (row,), = datasets(at)
+    (row,) = main_data(at)
     scaled = row[row["kind"] == row["kind"].iloc[0]].sort_values("key_pos")["value"]
     torch.testing.assert_close(torch.tensor(scaled.to_numpy()), a.scaled.weights[1, 4])
     assert [m.value for m in at.metric][:2] == [f"{float(a.scaled.weights[1, 4].max()):.3f}",
@@ -125,10 +130,10 @@ def test_all_heads_grid_and_follow_one_query():
 
 def overview(at: AppTest) -> tuple[dict[str, np.ndarray], list[dict]]:
     """The first chart's panel images ({value: (b, b, 4) RGBA}) and its zoom outline rows."""
-    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    span = main_data(at)[0]
     images = {}
-    for value, panel in zip(VALUES, spec["hconcat"]):
-        url = panel["layer"][0]["mark"]["url"]
+    for value in VALUES:
+        url = span[f"url_{value}"][0]
         images[value] = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
     (box,) = [d for d in datasets(at)[0] if "q0" in d.columns]
     return images, box.to_dict("records")
@@ -188,7 +193,7 @@ def test_2048_tokens_draw_an_overview_image_with_a_notice_and_a_zoom_window():
     picks = [(0, 0), (255, 255), (255, 0), (3, 200), *rng.integers(0, 256, (40, 2)).tolist()]
     assert_overview_matches(images, a, 0, "max", True, picks)
     # The zoom window is every cell of queries 1000-1015 x keys 990-1005 (causal: k <= q).
-    (zoom,) = datasets(at)[1]
+    zoom = main_data(at)[1]
     assert len(zoom) == sum(1 for q in range(1000, 1016) for k in range(990, 1006) if k <= q)
     assert_cells_match(zoom, a, head=0)
     assert set(zoom["query_pos"]) == set(range(1000, 1016))
@@ -208,7 +213,7 @@ def test_all_heads_grid_of_a_long_input_is_one_image_per_head_on_one_scale():
     assert not at.exception and not at.error
     assert any("600 tokens" in info.value and "120 × 120" in info.value and "5 × 5" in info.value
                for info in at.info)
-    (rows,), = datasets(at)
+    (rows,) = main_data(at)
     assert list(rows["head"]) == list(range(6))
     a = analyze(spec)
     u, w = a.unscaled.weights, a.scaled.weights                           # (6, 600, 600)
@@ -260,7 +265,7 @@ def test_zoom_and_pooling_choice_are_widgets_kept_in_the_url():
                            False) == pytest.approx(float(means[bq, bk]), abs=1e-6)
         colour = colorize(np.array([[float(means[bq, bk])]]), (0.0, top), "blues")[0, 0]
         np.testing.assert_allclose(images["weight"][bq, bk], colour, atol=1)
-    (zoom,) = datasets(at)[1]
+    zoom = main_data(at)[1]
     assert set(zoom["query_pos"]) == set(range(50, 50 + DEFAULT_WINDOW))
 
 

@@ -152,7 +152,7 @@ def test_uploaded_qk_show_the_same_matrices():
     assert not at.exception
     assert any("2 head(s), 5 tokens, d_k = 8" in s.value for s in at.success)
     frames = [f for f in chart_frames(at)
-              if {"weight", "unscaled_weight"} <= set(f) and set(f["head"]) == {1}]
+              if {"head", "weight", "unscaled_weight"} <= set(f) and set(f["head"]) == {1}]
     assert frames, "the uploaded head's comparison is missing"
     got = frames[-1].sort_values(["query_pos", "key_pos"])
     assert torch.allclose(torch.tensor(got["weight"].to_numpy()).view(5, 5),

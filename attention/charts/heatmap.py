@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..i18n import translate
 from . import colors
+from .vega import CANVAS, NO_ARIA, Figure, layout
 
 if TYPE_CHECKING:                 # pooling imports torch; a chart only reads n and size
     from ..pooling import Blocks
@@ -43,11 +44,6 @@ NUMBERS_MAX = 16       # print the weights in the cells when a side has at most 
 LABEL_CHARS = 12       # axis labels cut long tokens to this many characters
 BOX_COLOR = "#e4572e"  # the zoom window's outline on the overview
 BRUSHES = tuple(f"brush_{v}" for v in VALUES)  # a box dragged on each overview panel
-CANVAS = {"embedOptions": {"renderer": "canvas"}}  # big grids: canvas is faster than SVG
-# No per-mark ARIA descriptions: Vega builds one string of every field for each cell (an
-# interpreted expression per mark), which slowed a 16 x 16 window as much as its drawing.
-# Charts keep their accessible titles; the CSV downloads have every number.
-_NO_ARIA = alt.Config(mark=alt.MarkConfig(aria=False))
 
 
 def _t(lang: str, key: str, **values) -> str:
@@ -152,49 +148,74 @@ def _tooltip(lang: str) -> list[alt.Tooltip]:
     ]
 
 
-def color_scale(frame: pd.DataFrame, value: str, shared: bool = True) -> alt.Scale:
+def color_domain(frame: pd.DataFrame, value: str, shared: bool = True) -> tuple[float, float]:
     """Weights: [0, the larger max of the scaled and unscaled columns], so both panels share
-    one scale (shared=False: the column's own max). Differences: symmetric around 0, mid 0."""
+    one scale (shared=False: the column's own max). Differences: symmetric around 0."""
     if value == "difference":
         m = float(frame["difference"].abs().max()) if len(frame) else 0.0
         m = m if m > 0 else 1e-6
-        return alt.Scale(scheme=DIFF_SCHEME, domain=[-m, m], domainMid=0)
+        return (-m, m)
     columns = ["weight", "unscaled_weight"] if shared else [value]
     top = float(frame[columns].max().max()) if len(frame) else 0.0
-    return alt.Scale(scheme=WEIGHT_SCHEME, domain=[0, top if top > 0 else 1.0])
+    return (0.0, top if top > 0 else 1.0)
 
 
-def _numbers(base: alt.Chart, value: str, scale: alt.Scale, step: float) -> alt.Chart:
+def color_scale(value: str) -> alt.Scale:
+    """A panel's colour scale, with no domain in the spec: Vega takes it from the data, which
+    spans exactly `color_domain` through the panel's two `extent_frame` rows (so a new head
+    is new data under the same spec, drawn in place). Differences diverge around 0."""
+    if value == "difference":
+        return alt.Scale(scheme=DIFF_SCHEME, domainMid=0, nice=False, zero=False)
+    return alt.Scale(scheme=WEIGHT_SCHEME, nice=False, zero=False)
+
+
+def extent_frame(domains: dict[str, tuple[float, float]]) -> pd.DataFrame:
+    """Two rows, the low and the high end of each value's colour domain."""
+    return pd.DataFrame({value: list(domains[value]) for value in VALUES})
+
+
+EXTENT = alt.NamedData(name="extent")   # a layout's data set of `extent_frame` rows
+
+
+def _ends(color: alt.Color) -> alt.Chart:
+    """Invisible points at the colour domain's two ends (the EXTENT rows): the scale (and its
+    legend) spans them."""
+    return alt.Chart(EXTENT).mark_point(filled=True, opacity=0, size=0).encode(color=color)
+
+
+def _numbers(base: alt.Chart, value: str, step: float) -> alt.Chart:
     """The value printed in each cell (the `label_<value>` column of `cell_labels`), white on
-    dark cells. Channels are given as typed objects: altair validates dict-shaped ones
-    (alt.condition) against the JSON schema, a cost paid again for every panel."""
-    lo, hi = scale.domain
-    dark = f"datum.{value} > {hi * 0.55}" if value != "difference" else \
-        f"abs(datum.{value}) > {hi * 0.6}"
+    dark cells (its `dark_<value>` column). Channels are given as typed objects: altair
+    validates dict-shaped ones (alt.condition) against the JSON schema, a cost paid again for
+    every panel."""
     return base.mark_text(fontSize=min(10.0, step * 0.55)).encode(
         text=alt.Text(f"label_{value}:N"),
-        color=alt.ColorValue(value="#1f2430", condition={"test": dark, "value": "white"}))
+        color=alt.ColorValue(value="#1f2430", condition={"test": f"datum.dark_{value}",
+                                                         "value": "white"}))
 
 
-def cell_labels(frame: pd.DataFrame) -> pd.DataFrame:
+def cell_labels(frame: pd.DataFrame, domains: dict[str, tuple[float, float]]) -> pd.DataFrame:
     """frame plus `label_<value>` columns: each value with 2 decimals and no leading zero
-    (".37", "-.05", "1.00"), made here rather than by a Vega expression per cell."""
+    (".37", "-.05", "1.00"), made here rather than by a Vega expression per cell; and
+    `dark_<value>`: the cell's colour is dark enough for white text (past 55% of the weight
+    scale, 60% of either half of the difference scale)."""
     labels = {f"label_{v}": [f"{x:.2f}".replace("0.", ".", 1) if abs(x) < 1 else f"{x:.2f}"
                              for x in frame[v].to_numpy()] for v in VALUES}
-    return frame.assign(**labels)
+    dark = {f"dark_{v}": (frame[v].abs() > domains[v][1] * 0.6) if v == "difference"
+            else frame[v] > domains[v][1] * 0.55 for v in VALUES}
+    return frame.assign(**labels, **dark)
 
 
-def panel(axes: CellAxes, frame: pd.DataFrame, value: str, lang: str, *,
-          show_y: bool = True, legend: bool = True, shared: bool = True,
-          size: int = PANEL) -> alt.LayerChart:
-    """One heatmap panel (no data attached: the caller's concat carries it)."""
-    scale = color_scale(frame, value, shared)
+def panel(axes: CellAxes, value: str, lang: str, *, show_y: bool = True, legend: bool = True,
+          shared: bool = True, size: int = PANEL) -> alt.LayerChart:
+    """One heatmap panel (the cells come from the caller's concat, the ends of its colour
+    domain from EXTENT)."""
+    color = _color(value, color_scale(value), lang, shared, legend, size)
     base = alt.Chart().encode(**_xy(axes, lang, show_y))
-    rects = base.mark_rect().encode(color=_color(value, scale, lang, shared, legend, size),
-                                    tooltip=_tooltip(lang))
-    layers = [rects]
+    layers = [base.mark_rect().encode(color=color, tooltip=_tooltip(lang))]
     if isinstance(axes, CellAxes) and axes.side <= NUMBERS_MAX:
-        layers.append(_numbers(base, value, scale, size / axes.side))
+        layers.append(_numbers(base, value, size / axes.side))
+    layers.append(_ends(color))
     return alt.layer(*layers, width=size, height=size, title=_t(lang, f"panel_{value}"))
 
 
@@ -203,37 +224,46 @@ def _color(value: str, scale: alt.Scale, lang: str, shared: bool, legend: bool,
     """The colour channel of a panel, with its horizontal legend below (or none)."""
     title = "legend_shared" if shared and value == "unscaled_weight" else f"legend_{value}"
     return alt.Color(f"{value}:Q", scale=scale,
-                     legend=alt.Legend(title=_t(lang, title), orient="bottom",
+                     legend=alt.Legend(title=_t(lang, title), orient="bottom", type="gradient",
                                        direction="horizontal", gradientLength=size * 0.6,
                                        titleOrient="left", titleBaseline="middle")
                      if legend else None)
 
 
-def _box_layer(box: tuple[int, int, int, int]) -> alt.Chart:
-    """The zoom window (query_start, query_stop, key_start, key_stop) outlined on an overview."""
-    q0, q1, k0, k1 = box
-    return (alt.Chart(alt.InlineData(values=[{"q0": q0, "q1": q1, "k0": k0, "k1": k1}]))
+def _box_layer() -> alt.Chart:
+    """The zoom window (the "box" data set's q0, q1, k0, k1) outlined on an overview."""
+    return (alt.Chart(alt.NamedData(name="box"))
             .mark_rect(fill=None, stroke=BOX_COLOR, strokeWidth=2)
             .encode(x="k0:Q", x2="k1:Q", y="q0:Q", y2="q1:Q"))
 
 
 def comparison_chart(frame: pd.DataFrame, axes: CellAxes, lang: str = "en", *,
-                     shared: bool = True, canvas: bool | None = None) -> alt.HConcatChart:
+                     shared: bool = True, canvas: bool | None = None) -> Figure:
     """Scaled | unscaled (one shared colour scale) | difference (diverging, centred on 0).
 
     frame: frames.cells rows of ONE head; all three panels read the same rows, so the chart
     carries each cell once. shared=False gives the scaled and unscaled panels each its own
     scale (and legend). canvas: draw on a canvas (None: for large grids; a zoom window next to
     an overview asks for it, since an SVG chart's synchronous drawing delays the overview's
-    first paint)."""
+    first paint). Another head or window of the same size is the same layout."""
+    domains = {v: color_domain(frame, v, shared) for v in VALUES}
+    small = axes.side <= NUMBERS_MAX
+    canvas = axes.side > NUMBERS_MAX * 2 if canvas is None else canvas
+    data = {"cells": cell_labels(frame, domains) if small else frame,
+            "extent": extent_frame(domains)}
+    return Figure(_comparison_layout(axes, lang, shared, canvas), data)
+
+
+@layout
+def _comparison_layout(axes: CellAxes, lang: str, shared: bool, canvas: bool) -> alt.HConcatChart:
     panels = [
-        panel(axes, frame, "weight", lang, legend=not shared, shared=shared),
-        panel(axes, frame, "unscaled_weight", lang, show_y=False, shared=shared),
-        panel(axes, frame, "difference", lang, show_y=False),
+        panel(axes, "weight", lang, legend=not shared, shared=shared),
+        panel(axes, "unscaled_weight", lang, show_y=False, shared=shared),
+        panel(axes, "difference", lang, show_y=False),
     ]
     independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))
-    return alt.hconcat(*panels, spacing=12, resolve=independent,
-                       **_top_level(frame, axes, canvas))
+    return alt.hconcat(*panels, data=alt.NamedData(name="cells"), spacing=12,
+                       resolve=independent, config=NO_ARIA, **({"usermeta": CANVAS} if canvas else {}))
 
 
 def pooled_images(pooled: dict[str, np.ndarray], shared: bool = True,
@@ -247,11 +277,11 @@ def pooled_images(pooled: dict[str, np.ndarray], shared: bool = True,
     frame = pd.DataFrame({v: np.asarray(pooled[v], dtype=np.float64).ravel() for v in VALUES})
     images = {}
     for value in values:
-        scale = color_scale(frame, value, shared)
-        domain = (float(scale.domain[0]), float(scale.domain[-1]))
-        rgba = colors.colorize(pooled[value], domain, scale.scheme)          # (h, b, b, 4)
+        domain = color_domain(frame, value, shared)
+        scheme = DIFF_SCHEME if value == "difference" else WEIGHT_SCHEME
+        rgba = colors.colorize(pooled[value], domain, scheme)                # (h, b, b, 4)
         images[value] = {"urls": [colors.png_data_url(head) for head in rgba],
-                         "domain": domain, "scheme": scale.scheme}
+                         "domain": domain, "scheme": scheme}
     return images
 
 
@@ -263,39 +293,49 @@ def _image_scale(image: dict, value: str) -> alt.Scale:
 
 def overview_chart(images: dict[str, dict], axes: BlockAxes, lang: str = "en", *,
                    box: tuple[int, int, int, int] | None = None,
-                   shared: bool = True) -> alt.HConcatChart:
-    """Scaled | unscaled | difference of one head, each panel one image (from `pooled_images`)
-    spanning positions 0..n on both axes, with its colour legend and the zoom window
-    outlined. One image mark per panel instead of one rect per block: at 256 x 256 blocks the
-    browser draws it in a fraction of the time 40 x 40 rects took. A box dragged on a panel
-    is the selection BRUSHES[panel], in positions (pooling.window_from_brush turns it into
-    a zoom window)."""
-    span = alt.InlineData(values=[{"key_start": 0, "key_stop": axes.n,
-                                   "query_start": 0, "query_stop": axes.n}])
+                   shared: bool = True, head: int = 0) -> Figure:
+    """Scaled | unscaled | difference of one head, each panel one image (from `pooled_images`;
+    `head`: which of its heads) spanning positions 0..n on both axes, with its colour legend
+    and the zoom window (query_start, query_stop, key_start, key_stop) outlined. One image mark
+    per panel instead of one rect per block: at 256 x 256 blocks the browser draws it in a
+    fraction of the time 40 x 40 rects took. The images' URLs, the legends' domains and the
+    box are data, so another head or box is the same layout. A box dragged on a panel is the
+    selection BRUSHES[panel], in positions (pooling.window_from_brush turns it into a zoom
+    window)."""
+    span = pd.DataFrame({"key_start": [0], "key_stop": [axes.n], "query_start": [0],
+                         "query_stop": [axes.n],
+                         **{f"url_{v}": [images[v]["urls"][head]] for v in VALUES}})
+    data = {"span": span, "extent": extent_frame({v: images[v]["domain"] for v in VALUES})}
+    if box is not None:
+        q0, q1, k0, k1 = box
+        data["box"] = pd.DataFrame({"q0": [q0], "q1": [q1], "k0": [k0], "k1": [k1]})
+    return Figure(_overview_layout(axes, lang, shared, box is not None), data)
+
+
+@layout
+def _overview_layout(axes: BlockAxes, lang: str, shared: bool, boxed: bool) -> alt.HConcatChart:
     panels = []
     for i, value in enumerate(VALUES):
-        image = images[value]
         # crosshair cursor: a box can be dragged here (BRUSHES[i])
-        picture = alt.Chart(span).mark_image(url=image["urls"][0], aspect=False, smooth=False,
-                                             cursor="crosshair") \
-            .encode(**_xy(axes, lang, show_y=i == 0)) \
+        picture = alt.Chart().mark_image(aspect=False, smooth=False, cursor="crosshair") \
+            .encode(url=alt.Url(f"url_{value}:N"), **_xy(axes, lang, show_y=i == 0)) \
             .add_params(alt.selection_interval(name=BRUSHES[i], encodings=["x", "y"]))
         # The legend comes from a colour channel: two invisible points at the domain's ends.
-        legend = alt.Chart(alt.InlineData(values=[{value: d} for d in image["domain"]])) \
-            .mark_point(opacity=0, size=0) \
-            .encode(color=_color(value, _image_scale(image, value), lang, shared,
-                                 value != "weight" or not shared, PANEL))
-        layers = [picture, legend] + ([_box_layer(box)] if box is not None else [])
+        legend = _ends(_color(value, color_scale(value), lang, shared,
+                              value != "weight" or not shared, PANEL))
+        layers = [picture, legend] + ([_box_layer()] if boxed else [])
         panels.append(alt.layer(*layers, width=PANEL, height=PANEL, title=_t(lang, f"panel_{value}")))
     independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))
-    return alt.hconcat(*panels, spacing=12, resolve=independent, usermeta=CANVAS,
-                       config=_NO_ARIA)
+    return alt.hconcat(*panels, data=alt.NamedData(name="span"), spacing=12, resolve=independent,
+                       usermeta=CANVAS, config=NO_ARIA)
 
 
 def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes, value: str = "weight",
                      lang: str = "en", columns: int = 4) -> alt.FacetChart:
     """Small multiples: one panel per head, one colour scale for all heads, cell by cell."""
-    scale = color_scale(frame, value)
+    lo, hi = color_domain(frame, value)
+    scale = color_scale(value)
+    scale.domain = [lo, hi]          # all heads in one spec: no head change redraws this grid
     rects = alt.Chart().mark_rect().encode(
         **_xy(axes, lang, show_y=True),
         color=alt.Color(f"{value}:Q", scale=scale, legend=alt.Legend(title=_t(lang, f"legend_{value}"))),
@@ -322,7 +362,7 @@ def heads_grid_image_chart(image: dict, axes: BlockAxes, value: str = "weight",
                         legend=alt.Legend(title=_t(lang, f"legend_{value}"))))
     return alt.layer(picture, legend, width=GRID_PANEL, height=GRID_PANEL).facet(
         facet=_head_facet(lang), columns=columns, spacing=20, data=frame, usermeta=CANVAS,
-        config=_NO_ARIA)
+        config=NO_ARIA)
 
 
 def _head_facet(lang: str) -> alt.Facet:
@@ -334,33 +374,15 @@ def _head_expr(lang: str) -> str:
     return f"{word} + ' ' + datum.value"
 
 
-def _top_level(frame: pd.DataFrame, axes: CellAxes, canvas: bool | None = None) -> dict:
+def _top_level(frame: pd.DataFrame, axes: CellAxes) -> dict:
     """Top-level chart properties, given at construction (each altair method call deep-copies
     the whole chart, so on a big chart every call costs as much as building it): the data, no
     per-mark ARIA, and for big grids the canvas renderer, which draws thousands of rects
     faster than SVG."""
-    props = {"data": cell_labels(frame) if axes.side <= NUMBERS_MAX else frame,
-             "config": _NO_ARIA}
-    if canvas is None:
-        canvas = axes.side > NUMBERS_MAX * 2
-    if canvas:
+    props = {"data": frame, "config": NO_ARIA}
+    if axes.side > NUMBERS_MAX * 2:
         props["usermeta"] = CANVAS
     return props
-
-
-def fast_spec(chart: alt.TopLevelMixin) -> dict:
-    """The chart's Vega-Lite dict without altair's JSON-schema validation, which on a big
-    heatmap takes longer than building the chart (most of a page rerun); the builders' output
-    is validated by the tests instead. The top-level DataFrame stays a DataFrame, as the
-    dataset "cells", for Streamlit to ship as Arrow (st.vega_lite_chart moves it out of the
-    spec), so no row limit or JSON conversion applies."""
-    if not isinstance(chart.data, pd.DataFrame):
-        return chart.to_dict(validate=False)
-    bare = chart.copy(deep=False)
-    bare.data = alt.NamedData(name="cells")
-    spec = bare.to_dict(validate=False)
-    spec.setdefault("datasets", {})["cells"] = chart.data   # next to inline ones (zoom box)
-    return spec
 
 
 def row_frame(cells: pd.DataFrame, lang: str = "en") -> pd.DataFrame:

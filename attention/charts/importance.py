@@ -25,7 +25,7 @@ def agreement_chart(agreement: pd.DataFrame, lang: str) -> alt.Chart:
         # labels in full (the longest, "raw attention (readout query)", was cut at 160 px)
         color=alt.Color("score_label:N", title=_t(lang, "axis_score"),
                         legend=alt.Legend(labelLimit=320)),
-        tooltip=["layer", "score_label", "target_label", alt.Tooltip("spearman:Q", format=".2f")])
+        tooltip=["layer:O", "score_label:N", "target_label:N", alt.Tooltip("spearman:Q", format=".2f")])
     # Lines and points as two layers: with mark_line(point=True) the dash legend draws
     # circles, which cannot show a dash, and its two entries looked empty.
     lines = base.mark_line().encode(
@@ -44,7 +44,7 @@ def heads_chart(heads: pd.DataFrame, lang: str) -> alt.Chart:
         y=alt.Y("ablation:Q", title=_t(lang, "axis_ablation")),
         # viridis: layer 0 stays visible (the default blues drew it near white)
         color=alt.Color("layer:O", title=_t(lang, "axis_layer"), scale=alt.Scale(scheme="viridis")),
-        tooltip=["layer", "head", alt.Tooltip("ablation:Q", format=".4f"),
+        tooltip=["layer:O", "head:O", alt.Tooltip("ablation:Q", format=".4f"),
                  alt.Tooltip("gradient:Q", format=".4f"), alt.Tooltip("max_weight:Q", format=".3f"),
                  alt.Tooltip("entropy:Q", format=".3f")],
     ).properties(width=420, height=260)
@@ -55,7 +55,7 @@ def pruning_chart(pruning: pd.DataFrame, lang: str) -> alt.Chart:
     chart = alt.Chart(pruning.dropna(subset=["metric"])).mark_line(point=True).encode(
         x=alt.X("removed:Q", title=_t(lang, "axis_removed")),
         y=alt.Y("metric:Q", title=_t(lang, "axis_metric"), scale=alt.Scale(zero=False)),
-        tooltip=["removed", alt.Tooltip("metric:Q", format=".3f")],
+        tooltip=["removed:Q", alt.Tooltip("metric:Q", format=".3f")],
     ).properties(width=420, height=220)
     return natural_size(chart)
 

@@ -18,6 +18,7 @@ import streamlit as st
 from .. import conclusions, experiment, experiment_cache
 from ..experiment_cache import scaling_seeds
 from ..charts import experiment as charts
+from .chart import show
 from .explain import explanation
 from .export import chart_buttons, csv_button
 from .state import view_widget
@@ -76,7 +77,7 @@ def _section(title_key: str, caption: str, chart, name: str, conclusion: str) ->
     chart's PNG/SVG buttons."""
     st.subheader(t(title_key))
     st.caption(caption)
-    st.altair_chart(chart, width="content")
+    show(chart, width="content")
     st.info(conclusion, icon=":material/insights:")
     chart_buttons(chart, name)
 

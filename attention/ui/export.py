@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from .. import export
+from ..charts.vega import Figure
 from .text import t
 
 
@@ -20,7 +21,7 @@ def csv_button(frame: pd.DataFrame | Callable[[], pd.DataFrame], file_name: str,
                        icon=":material/table:", key=key or f"csv_{file_name}", on_click="ignore")
 
 
-def chart_buttons(chart: alt.TopLevelMixin, file_name: str, table=None,
+def chart_buttons(chart: alt.TopLevelMixin | Figure, file_name: str, table=None,
                   csv_key: str | None = None) -> None:
     """PNG and SVG of exactly the chart on screen, side by side; with a table (or a function
     that makes it), its CSV first, in the same row."""

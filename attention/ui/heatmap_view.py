@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from functools import partial
 
-import altair as alt
 import streamlit as st
 
 from .. import frames
@@ -25,6 +24,7 @@ from ..charts import heatmap as charts
 from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window, window_from_brush
 from ..spec import AttentionSpec
 from . import cache
+from .chart import show
 from .explain import explanation
 from .export import chart_buttons
 from .state import flag, view_widget
@@ -52,12 +52,6 @@ def _images(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: st
 
     return cache.cached("images", (analysis.digest, heads, max_blocks, how, shared, values),
                         compute)
-
-
-def show(chart: alt.TopLevelMixin, width: str = "content", **kwargs) -> None:
-    """st.altair_chart without altair's schema validation (see charts.heatmap.fast_spec);
-    kwargs (key, on_select, selection_mode) go to st.vega_lite_chart."""
-    st.vega_lite_chart(spec=charts.fast_spec(chart), width=width, **kwargs)
 
 
 def view_picker(key_prefix: str = "hm") -> str:

@@ -12,6 +12,7 @@ from ..charts import importance as charts
 from ..errors import UserError
 from ..importance_conclusions import conclusions, fmt
 from . import cache
+from .chart import show
 from .state import flag, view_widget
 from .text import lang, message, t
 
@@ -118,7 +119,7 @@ def draw_tokens(model, tokens: pd.DataFrame, agreement: pd.DataFrame, language: 
                  cap=flow.MAX_PIECES))
     st.markdown(f"**{t('importance.agreement_table')}**")
     st.dataframe(agreement_table(agreement, language), hide_index=True, width="stretch")
-    st.altair_chart(charts.agreement_chart(agreement, language), width="content")
+    show(charts.agreement_chart(agreement, language), width="content")
     st.markdown(f"**{t('importance.token_table')}**")
     last = model.layers - 1
     shown = tokens[["text", "position", "token", "occlusion", "gradient",
@@ -135,18 +136,18 @@ def draw_heads(model, heads: pd.DataFrame, pruning: pd.DataFrame, language: str)
     st.subheader(t("importance.heads_title"))
     change = t("importance.change_none" if model.head == "none" else "importance.change_lm")
     st.caption(t("importance.heads_help", output_change=change))
-    st.altair_chart(charts.heads_chart(heads, language), width="content")
+    show(charts.heads_chart(heads, language), width="content")
     st.markdown(t("importance.heads_spearman", heads=len(heads),
                   rho=fmt(imp.spearman(heads["ablation"], heads["max_weight"])),
                   rho_entropy=fmt(imp.spearman(heads["ablation"], heads["entropy"]))))
     st.subheader(t("importance.pruning_title"))
     metric = t(f"importance.metric_{pruning['metric_name'].iloc[0]}")
     st.caption(t("importance.pruning_help", metric=metric))
-    st.altair_chart(charts.pruning_chart(pruning, language), width="content")
+    show(charts.pruning_chart(pruning, language), width="content")
 
 
 def draw_sweep(sweep: pd.DataFrame, metric_name: str, language: str) -> None:
     st.subheader(t("importance.sweep_title"))
     st.caption(t("importance.sweep_help", low=fmt(sweep["tau"].min()), high=fmt(sweep["tau"].max()),
                  metric=t(f"importance.metric_{metric_name}")))
-    st.altair_chart(charts.sweep_chart(sweep, language), width="content")
+    show(charts.sweep_chart(sweep, language), width="content")

@@ -19,6 +19,7 @@ from ..headstats import GRID_CELLS, HEAD_COLUMNS, SINK_COLUMNS, grid_frame, grid
 from ..models import BUNDLED
 from . import cache
 from . import model as cached
+from .chart import show
 from .heatmap_view import draw_comparison
 from .explain import explanation
 from .export import chart_buttons, csv_button
@@ -64,6 +65,7 @@ def draw_model_tab(spec, view: Callable[..., None] = lambda draw, *args: draw(*a
     loaded, report = loaded_report
     draw_pieces(report)
     view(draw_heads, spec, source)
+    draw_table(report)           # every head at once: no layer or head click redraws it
     draw_interventions(loaded, source, spec.model_text, report.tokens)
     draw_explanations()
 
@@ -82,7 +84,7 @@ def _loaded_report(spec, source: str):
 
 def draw_heads(spec, source: str) -> None:
     """What a layer or head choice changes: the grid's frame, the pickers, the chosen head
-    scaled vs unscaled, the per-head table, the layer's rollout and value-weighted view.
+    scaled vs unscaled, the layer's rollout and value-weighted view.
     The model and report are looked up (cached) here, not passed in, so that a fragment
     around this function holds nothing large between clicks."""
     loaded_report = _loaded_report(spec, source)
@@ -100,7 +102,6 @@ def draw_heads(spec, source: str) -> None:
         analysis = cache.analysis(replace(spec, source="pretrained", model=spec.model if real
                                           else "", layer=layer, causal=False, temperature=1.0))
     draw_comparison(analysis, head, key_prefix=PREFIX)
-    draw_table(report)
     draw_rollout(report, layer)
     if report.has_values:
         draw_value_weighted(source, spec.model_text, report.tokens, layer, head)
@@ -143,7 +144,7 @@ def draw_grid(report, current: tuple[int, int], hidden: bool = False) -> None:
         image, blocks = grid_image(report.shown)
         url = colors.png_data_url(colors.colorize(image, (0.0, 1.0), "blues"))
         chart = charts.grid_image_chart(url, layers, heads, blocks, lang(), current=current)
-    st.altair_chart(chart, on_select=_apply_grid_click, selection_mode=charts.GRID_PICK,
+    show(chart, on_select=_apply_grid_click, selection_mode=charts.GRID_PICK,
                     key=GRID_KEY, width="content")
 
 
@@ -187,7 +188,7 @@ def draw_table(report) -> None:
                        valid=lambda v: v in columns, label=t("model.stat"),
                        options=list(columns), format_func=lambda c: names[c], width=300)
     chart = charts.head_stat_chart(report.table, stat, lang())
-    st.altair_chart(chart, width="content")
+    show(chart, width="content")
     chart_buttons(chart, f"model_{stat}")
 
 
@@ -199,7 +200,7 @@ def draw_rollout(report, layer: int) -> None:
     frame = charts.matrix_frame(report.rollout[layer], report.tokens)
     chart = charts.matrix_chart(frame, report.tokens, lang(), value_title=t("model.rollout"),
                                 scheme="purples")
-    st.altair_chart(chart, width="content")
+    show(chart, width="content")
     chart_buttons(chart, f"model_rollout_l{layer}", frame)
 
 
@@ -213,18 +214,18 @@ def draw_value_weighted(source: str, text: str, tokens: tuple[str, ...], layer: 
     size = 340
     with left:
         st.markdown(t("model.value_raw"))
-        st.altair_chart(charts.matrix_chart(charts.matrix_frame(alpha, tokens), tokens, lang(),
+        show(charts.matrix_chart(charts.matrix_frame(alpha, tokens), tokens, lang(),
                                             value_title=t("model.weight"), max_size=size),
                         width="content")
     with right:
         st.markdown(t("model.value_norm"))
-        st.altair_chart(charts.matrix_chart(charts.matrix_frame(norms, tokens), tokens, lang(),
+        show(charts.matrix_chart(charts.matrix_frame(norms, tokens), tokens, lang(),
                                             value_title=t("model.norm"), scheme="oranges",
                                             max_size=size),
                         width="content")
     chart = charts.norm_chart(charts.norm_frame(f_norm, alpha.mean(dim=0), tokens), tokens,
                               lang())
-    st.altair_chart(chart, width="content")
+    show(chart, width="content")
 
 
 def draw_explanations() -> None:

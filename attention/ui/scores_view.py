@@ -17,6 +17,7 @@ from ..charts import scores as charts
 from ..conclusions import score_findings
 from ..spec import AttentionSpec
 from . import cache
+from .chart import show
 from .explain import explanation
 from .export import chart_buttons, csv_button
 from .state import view_widget
@@ -111,7 +112,7 @@ def draw_distributions(stats: pd.DataFrame, hist: pd.DataFrame) -> None:
     st.caption(t("scores.scores_caption", count=int(std.loc["raw", "count"]),
                  bins=len(hist) // len(scorestats.SERIES)))
     chart = charts.score_distribution_chart(hist, stats, lang())
-    st.altair_chart(chart)
+    show(chart)
     chart_buttons(chart, "score_distribution")
 
 
@@ -126,7 +127,7 @@ def draw_row_metrics(analysis: Analysis, heads: list[int]) -> None:
     else:
         st.caption(t("scores.rows_hist_caption", n=analysis.n, rows=len(heads) * analysis.n))
         chart = charts.row_metric_hist_chart(scorestats.row_metric_bins(analysis, heads), lang())
-    st.altair_chart(chart)
+    show(chart)
     chart_buttons(chart, "row_metrics")
 
 
@@ -138,7 +139,7 @@ def draw_sweep(spec: AttentionSpec, sweep: pd.DataFrame, d_k: int) -> None:
     if spec.source == "pretrained":
         st.caption(t("scores.sweep_pretrained"))
     chart = charts.sweep_chart(sweep, lang(), temperature=spec.temperature, current_dk=d_k)
-    st.altair_chart(chart)
+    show(chart)
     chart_buttons(chart, "dk_sweep")
 
 
@@ -153,7 +154,7 @@ def draw_saturation(analysis: Analysis, heads: list[int]) -> None:
         st.caption(t("scores.saturation_sample", shown=scorestats.MAX_POINTS, rows=rows))
     chart = charts.saturation_chart(points, saturation.saturation_curve(analysis.n), analysis.n,
                                     lang())
-    st.altair_chart(chart, width="stretch")
+    show(chart, width="stretch")
     chart_buttons(chart, "saturation")
 
 

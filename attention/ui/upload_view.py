@@ -12,6 +12,7 @@ from ..charts import model as charts
 from ..errors import UserError
 from ..spec import AttentionSpec
 from . import cache
+from .chart import show
 from .export import csv_button
 from .heatmap_view import draw_comparison, head_picker
 from .state import view_widget
@@ -90,7 +91,7 @@ def _draw_matrix(spec: AttentionSpec, typed: str) -> None:
                        valid=lambda h: 0 <= h < heads, label=t("model.head"),
                        options=list(range(heads)), width=200)
     frame = charts.matrix_frame(weights[head], tokens)
-    st.altair_chart(charts.matrix_chart(frame, tokens, lang(), value_title=t("model.weight")),
+    show(charts.matrix_chart(frame, tokens, lang(), value_title=t("model.weight")),
                     width="content")
     csv_button(frame, f"uploaded_head{head}", key=f"{PREFIX}_csv_w")
     st.subheader(t("model.upload_stats_title"))

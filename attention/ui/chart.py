@@ -1,0 +1,16 @@
+"""Drawing a chart: every page's altair charts go through `show`, which ships the data apart
+from the spec under stable names (charts.vega.page_spec), so a rerun that changes only numbers
+updates the chart in place in the browser instead of building a new Vega view."""
+from __future__ import annotations
+
+import altair as alt
+import streamlit as st
+
+from ..charts.vega import Figure, page_spec
+
+
+def show(chart: alt.TopLevelMixin | Figure, width: str | int | None = None, **kwargs) -> None:
+    """A chart (an altair chart or a charts.vega.Figure): st.altair_chart without altair's schema validation and with stable dataset names;
+    width None: Streamlit's own default (stretch, but content for concatenated and faceted
+    charts); kwargs (key, on_select, selection_mode) go to st.vega_lite_chart."""
+    st.vega_lite_chart(spec=page_spec(chart), width=width, **kwargs)
