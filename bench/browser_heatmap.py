@@ -153,26 +153,27 @@ CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048
           "model heads, layer": ("Layer", ("1", "2")), "model heads, head": ("Head", ("1", "2"))}
 
 
-# Counts script runs with a MutationObserver on the app's run state (a bare page's rerun can
-# start and end between two animation frames, which a frame-by-frame probe misses), and keeps
-# in `__clicked` the first frame after the latest run start at which cold_link's probe finds
-# the page ready (idle, no skeleton, every chart drawn).
+# Sees each rerun through the server's messages: a wrapped WebSocket counts every message the
+# app receives (`__msgs`) and notes when the last one came. A quick rerun can start and end
+# within one task, and React then renders its run state once, so the page's run-state
+# attribute may never change; the messages always arrive. `__clicked` is the first frame
+# after the latest message at which cold_link's probe finds the page ready (idle, no
+# skeleton, every chart drawn); a later message clears it.
 RUNS = """
 (() => {
-  window.__clicks = 0;
-  let watched = null;
-  const tick = () => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    if (app && app !== watched) {
-      watched = app;
-      new MutationObserver(() => {
-        if (app.getAttribute('data-test-script-state') === 'running') {
-          window.__clicks += 1;
-          window.__clicked = undefined;
-        }
-      }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+  window.__msgs = 0;
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', () => {
+        window.__msgs += 1;
+        window.__clicked = undefined;
+      });
     }
-    if (window.__clicked === undefined && window.__clicks > 0 && window.__ready && window.__ready())
+  };
+  const tick = () => {
+    if (window.__clicked === undefined && window.__msgs > 0 && window.__ready && window.__ready())
       window.__clicked = performance.now();
     requestAnimationFrame(tick);
   };
@@ -181,9 +182,12 @@ RUNS = """
 """
 
 
+SETTLE = 150   # ms without a message before a click counts as done
+
+
 def pick(page, label: str, option: str, timeout: float = 300_000) -> float:
     """ms from choosing `option` in the main area's picker `label` until the rerun has drawn."""
-    runs = page.evaluate("() => window.__clicks")
+    seen = page.evaluate("() => window.__msgs")
     picker = page.locator('[data-testid="stMain"]').get_by_role("combobox", name=label, exact=True)
     choice = page.get_by_role("option", name=option, exact=True)
     for _ in range(10):   # a click that scrolls the picker into view may only focus it
@@ -195,9 +199,13 @@ def pick(page, label: str, option: str, timeout: float = 300_000) -> float:
             page.keyboard.press("Escape")
     start = page.evaluate("() => performance.now()")
     choice.click()
-    page.wait_for_function(f"() => window.__clicks > {runs} && window.__clicked !== undefined",
-                           timeout=timeout, polling=20)
-    return page.evaluate("() => window.__clicked") - start
+    # ready after the click's messages, and no message since for SETTLE ms (a run's messages
+    # can come in bursts); the time is that of the first ready frame
+    clicked = page.wait_for_function(
+        f"() => window.__msgs > {seen} && window.__clicked !== undefined"
+        f" && performance.now() - window.__clicked > {SETTLE} && window.__clicked",
+        timeout=timeout, polling=20)
+    return clicked.json_value() - start
 
 
 def click_times(browser, url: str, label: str, options: tuple[str, str],

@@ -84,28 +84,13 @@ def cold_paint(browser, script: str | None, path: str | None, cache: str, n: int
         server.stop()
 
 
-def click_to_chart(page, option: str, timeout: float = 300_000) -> float:
-    """ms from choosing `option` in the main area's first selectbox until the rerun has drawn."""
-    runs = page.evaluate("() => window.__runs")
-    page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]').first.click()
-    start = page.evaluate("() => performance.now()")
-    page.get_by_role("option", name=option, exact=True).click()
-    page.wait_for_function(f"() => window.__runs > {runs} && window.__done !== undefined",
-                           timeout=timeout, polling=20)
-    return page.evaluate("() => window.__done") - start
-
-
 def clicks(browser, url: str, rounds: int) -> float:
-    """Median click-to-chart ms for alternating head changes on one warm page."""
-    context = _context(browser)
-    try:
-        page = context.new_page()
-        page.goto(url)
-        page.wait_for_function("() => window.__done !== undefined", timeout=600_000, polling=50)
-        times = [click_to_chart(page, f"Head {1 + r % 2}") for r in range(rounds + 1)]
-        return statistics.median(times[1:])                    # the first click warms up
-    finally:
-        context.close()
+    """Median click-to-chart ms for alternating head changes on one warm page (the run
+    counting of bench/browser_heatmap.py, which sees a rerun however quick)."""
+    from bench.browser_heatmap import HEAD_PICKER, click_times
+
+    label, options = HEAD_PICKER
+    return statistics.median(click_times(browser, url, label, options, rounds))
 
 
 EMPTY = "Is sharper better? (empty disk cache)"

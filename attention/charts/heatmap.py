@@ -271,8 +271,8 @@ def pooled_images(pooled: dict[str, np.ndarray], shared: bool = True,
     """Pooled matrices as PNGs: {value: {"urls": one per head, "domain", "scheme"}}.
 
     pooled: {"weight", "unscaled_weight", "difference"} -> (h, b, b) pooled matrices
-    (pooling.pooled_matrices), NaN for empty blocks (drawn transparent). Colours: the scales
-    of `color_scale` over all heads, mapped as Vega maps them (charts.colors), so a legend
+    (pooling.pooled_matrices), NaN for empty blocks (drawn transparent). Colours: the domains
+    of `color_domain` over all heads, mapped as Vega maps them (charts.colors), so a legend
     drawn by Vega next to the image is right."""
     frame = pd.DataFrame({v: np.asarray(pooled[v], dtype=np.float64).ravel() for v in VALUES})
     images = {}
@@ -335,7 +335,7 @@ def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes, value: str = "weight",
     """Small multiples: one panel per head, one colour scale for all heads, cell by cell."""
     lo, hi = color_domain(frame, value)
     scale = color_scale(value)
-    scale.domain = [lo, hi]          # all heads in one spec: no head change redraws this grid
+    scale.domain = [lo, hi]          # every head in one chart: no click changes its domain
     rects = alt.Chart().mark_rect().encode(
         **_xy(axes, lang, show_y=True),
         color=alt.Color(f"{value}:Q", scale=scale, legend=alt.Legend(title=_t(lang, f"legend_{value}"))),
