@@ -49,10 +49,15 @@ class Figure:
         return {**json.loads(self.spec_json), "datasets": dict(self.data)}
 
     def inline(self) -> dict:
-        """A self-contained spec, the data sets written into it (export, vl-convert)."""
-        values = {name: json.loads(json.dumps(frame.to_dict("records"), default=_plain))
+        """A self-contained spec, the data sets written into it (export, vl-convert); a missing
+        number is null, as altair writes it."""
+        values = {name: json.loads(json.dumps(_records(frame), default=_plain))
                   for name, frame in self.data.items()}
         return {**json.loads(self.spec_json), "datasets": values}
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
 
 
 def _plain(value: Any) -> Any:
