@@ -109,6 +109,12 @@ def test_dragging_a_box_on_the_overview_moves_the_zoom_window_there(server, page
     wait_for_app(page)
     canvas = f"document.querySelectorAll('{CHARTS}')[0]?.querySelector('canvas')"
     page.wait_for_function(f"() => ({PAINTED})({canvas})", timeout=UI_TIMEOUT)
+    # The panel's image is data: Vega loads it after the first draw (axes and legends), so
+    # wait until the scaled panel itself is on the canvas.
+    page.wait_for_function(f"""() => {{
+      const b = ({PANEL_BOX})({canvas});
+      return Math.abs(b.width - 250) <= 3 && Math.abs(b.height - 250) <= 3;
+    }}""", timeout=UI_TIMEOUT)
     box = page.evaluate(f"() => ({PANEL_BOX})({canvas})")
     assert box["width"] == pytest.approx(250, abs=3) and box["height"] == pytest.approx(250, abs=3), box
 
