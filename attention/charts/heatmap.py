@@ -262,8 +262,9 @@ def _comparison_layout(axes: CellAxes, lang: str, shared: bool, canvas: bool) ->
         panel(axes, "difference", lang, show_y=False),
     ]
     independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))
+    renderer = {"usermeta": CANVAS} if canvas else {}
     return alt.hconcat(*panels, data=alt.NamedData(name="cells"), spacing=12,
-                       resolve=independent, config=NO_ARIA, **({"usermeta": CANVAS} if canvas else {}))
+                       resolve=independent, config=NO_ARIA, **renderer)
 
 
 def pooled_images(pooled: dict[str, np.ndarray], shared: bool = True,

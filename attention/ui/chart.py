@@ -10,7 +10,8 @@ from ..charts.vega import Figure, page_spec
 
 
 def show(chart: alt.TopLevelMixin | Figure, width: str | int | None = None, **kwargs) -> None:
-    """A chart (an altair chart or a charts.vega.Figure): st.altair_chart without altair's schema validation and with stable dataset names;
-    width None: Streamlit's own default (stretch, but content for concatenated and faceted
-    charts); kwargs (key, on_select, selection_mode) go to st.vega_lite_chart."""
+    """Draw an altair chart or a charts.vega.Figure: st.altair_chart without altair's schema
+    validation and with stable dataset names. width None: Streamlit's own default (stretch,
+    but content for concatenated and faceted charts); kwargs (key, on_select,
+    selection_mode) go to st.vega_lite_chart."""
     st.vega_lite_chart(spec=page_spec(chart), width=width, **kwargs)
