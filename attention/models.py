@@ -24,7 +24,9 @@ Policy (read from the environment on every `load_model`, so a hosted demo can se
                                             bundled model is always allowed
 Never `trust_remote_code`; safetensors weights only (pickled .bin files can run code).
 
-transformers is imported lazily (inside the loader), so importing this module is cheap.
+transformers is imported lazily (inside the loader), so importing this module is cheap; the
+bundled model never imports it: it runs on attention.bert, whose attention layers call the same
+`core_attention_forward`.
 """
 from __future__ import annotations
 
@@ -486,7 +488,14 @@ def bundled_path() -> str:
 
 @lru_cache(maxsize=1)
 def _bundled() -> LoadedModel:
-    return _load("folder", bundled_path(), name=BUNDLED, check_size=False)
+    """The bundled checkpoint on attention.bert: the same captures and interventions as any
+    model, without importing transformers (seconds on a cold server; see that module)."""
+    from . import bert
+
+    path = bundled_path()
+    model, tokenizer = bert.load_model(path), bert.Tokenizer(path)
+    return _describe(model, tokenizer, source=BUNDLED, name=BUNDLED, head="none",
+                     params=sum(p.numel() for p in model.parameters()), config=model.config)
 
 
 @lru_cache(maxsize=CACHE_SIZE)
@@ -619,9 +628,8 @@ def _probe(model, tokenizer, source: str) -> _Forward:
     return state
 
 
-def _load(kind: str, location: str, *, name: str | None = None,
-          check_size: bool = True) -> LoadedModel:
-    source = name or location
+def _load(kind: str, location: str) -> LoadedModel:
+    source = location
     _register()                       # first: sets HF_HUB_OFFLINE before any hub import
     data = _config_json(kind, location, source)
     _check_config(data, kind, location, source)
@@ -636,7 +644,7 @@ def _load(kind: str, location: str, *, name: str | None = None,
                         model_type=str(data.get("model_type", "?"))) from err
     cls, head = _model_class(config)
     params = count_params(cls, config, source)
-    if check_size and params > max_params():
+    if params > max_params():
         raise UserError("models.too_large", source=source, params=params, limit=max_params())
     try:
         model = cls.from_pretrained(location, config=config, attn_implementation=IMPLEMENTATION,
@@ -657,18 +665,26 @@ def _load(kind: str, location: str, *, name: str | None = None,
         # transformers builds a vocabulary of special tokens only when a folder has no
         # tokenizer files: every word would be unknown
         raise UserError("models.no_tokenizer", source=source)
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return _describe(model, tokenizer, source=source,
+                     name=Path(location).name if kind == "folder" else location,
+                     head=head, params=params, config=text_config)
+
+
+def _describe(model, tokenizer, *, source: str, name: str, head: str, params: int,
+              config) -> LoadedModel:
+    """A loaded model and its tokenizer as the pages see them, measured by a probe forward.
+    config: the (text) config, for the hidden size and the longest text."""
     probe = _probe(model, tokenizer, source)
     q = probe.q[0]                                                     # (heads, 2+, d_head)
     heads, d_head = q.shape[0], q.shape[-1]
     n = q.shape[1]
     is_causal = n > 1 and not bool(probe.masks[0][0, 1:].any())
-    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
     special = frozenset(int(i) for i in tokenizer.all_special_ids)
     return LoadedModel(
-        source=source, name=name or (Path(location).name if kind == "folder" else location),
-        model=model, tokenizer=tokenizer, head=head, architecture=type(model).__name__,
+        source=source, name=name, model=model, tokenizer=tokenizer, head=head, architecture=type(model).__name__,
         layers=probe.calls, heads=heads, kv_heads=probe.kv_heads[0], d_head=d_head,
-        hidden=int(getattr(text_config, "hidden_size", probe.v[0].shape[-1] * heads)),
-        is_causal=is_causal, max_tokens=_max_tokens(text_config, tokenizer), params=params,
+        hidden=int(getattr(config, "hidden_size", probe.v[0].shape[-1] * heads)),
+        is_causal=is_causal, max_tokens=_max_tokens(config, tokenizer), params=params,
         special_ids=special, special_tokens=tuple(tokenizer.all_special_tokens),
         w_o=tuple(_output_projection(model, m, heads * d_head) for m in probe.modules))

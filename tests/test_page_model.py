@@ -22,11 +22,14 @@ def open_model_page(spec: AttentionSpec, **params: str) -> AppTest:
 
 @pytest.fixture(scope="module")
 def own_weights():
-    """The model's own output_attentions for TEXT: (layers, heads, n, n)."""
-    m = pretrained.load()
-    enc = m.tokenizer(TEXT, return_tensors="pt")
+    """transformers' eager BertModel's output_attentions for TEXT on the bundled checkpoint
+    (independent of the core): (layers, heads, n, n)."""
+    from transformers import AutoModel
+
+    eager = AutoModel.from_pretrained(pretrained.model_path(), attn_implementation="eager").eval()
+    enc = pretrained.load().tokenizer(TEXT, return_tensors="pt")
     with torch.no_grad():
-        out = m.model(**enc, output_attentions=True)
+        out = eager(**enc, output_attentions=True)
     return torch.stack(out.attentions)[:, 0]
 
 

@@ -2,7 +2,6 @@
 thread (attention/ui/warmup.py), whose results the pages then use instead of recomputing."""
 from __future__ import annotations
 
-import sys
 import threading
 import time
 
@@ -10,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import serve
-from attention import diskcache, models
+from attention import bert, diskcache, models
 from attention import experiment as ex
 from attention.spec import AttentionSpec
 from attention.ui import warmup
@@ -66,12 +65,6 @@ def test_a_failing_step_is_skipped_and_the_rest_still_run():
 
 def test_every_page_module_the_warm_up_imports_exists():
     warmup._pages()          # raises if a module it names was renamed
-
-
-def test_the_transformers_step_does_a_model_loads_first_step():
-    warmup._transformers()
-    assert "transformers" in sys.modules
-    assert models._register.cache_info().currsize == 1     # registered: a load skips it
 
 
 def test_sharper_page_uses_what_the_warm_up_stored(tmp_path, monkeypatch):
@@ -188,14 +181,14 @@ def test_a_model_link_during_the_warm_up_loads_the_model_once(monkeypatch):
     """The page's run loads the model itself (the warm-up's model step waits for it to end),
     draws once, and the warm-up's step then finds the model loaded."""
     loads = []
-    real_load = models._load
+    real_load = bert.load_model
 
     def counting_load(*args, **kwargs):
         loads.append(threading.current_thread().name)
         return real_load(*args, **kwargs)
 
     models._bundled.cache_clear()
-    monkeypatch.setattr(models, "_load", counting_load)
+    monkeypatch.setattr(bert, "load_model", counting_load)
     times = {}
 
     def warm():

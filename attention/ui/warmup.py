@@ -1,8 +1,8 @@
 """The dashboard's slow work, done in a background thread at server start (see serve.py).
 
 It imports torch, pandas, altair and the pages' modules, fills the default view's analysis,
-loads the bundled MiniLM and the "Is sharper better?" page's default seed (from disk when this
-code has trained it before, see attention.experiment_cache). A first request that arrives
+loads the bundled MiniLM (attention.bert: no transformers) and the "Is sharper better?" page's
+default seed (from disk when this code has trained it before, see attention.experiment_cache). A first request that arrives
 meanwhile is served at once and waits only for what it needs: imports share Python's import
 lock, and the warm-up goes through the pages' own cached functions, whose per-key locks make
 a second caller wait for the first computation instead of repeating it. A failing step is
@@ -10,10 +10,11 @@ logged and skipped (the pages compute what they need themselves).
 
 The warm-up yields to visitors: no step starts while a page's script runs (the step under
 way when a visitor arrives finishes; a page that needs what the warm-up had not done yet does
-it itself). The cheap steps every page needs come first; the heavy ones (DEFERRED: importing
-transformers, loading the model, training) also wait until no page has run for QUIET seconds:
-on a small server they would otherwise take the cores from the first visitor's page
-(measured: a cold Model heads link at 6.4x a bare page with the model loading beside it). A
+it itself). The cheap steps every page needs come first; the heavy ones (DEFERRED: loading the
+model, training) also wait until no page has run for QUIET seconds: on a small server they
+would otherwise take the cores from the first visitor's page (measured: a cold Model heads
+link at 6.4x a bare page with the model loading beside it, when it still went through
+transformers). A
 page that needs the model before then loads it itself, through the same cache entry, so the
 warm-up later finds it loaded instead of loading it twice.
 """
@@ -81,12 +82,6 @@ def _analysis() -> None:
     cache.analysis(AttentionSpec())
 
 
-def _transformers() -> None:
-    from attention import models
-
-    models.import_transformers()      # once per process, under models' import lock
-
-
 def _model() -> None:
     from attention.ui import model
 
@@ -101,14 +96,14 @@ def _sharper() -> None:
 
 
 # In order of need: every page imports; the default view's analysis; then, deferred, what the
-# Model heads page needs (transformers, then the model: about 5 s on an idle core) and the
-# Sharper page's results (a file read once trained on this code, else minutes of training).
+# Model heads page needs (the bundled model, about 0.2 s: it does not import transformers,
+# which waits for the first visitor who brings a model of their own) and the Sharper page's
+# results (a file read once trained on this code, else minutes of training).
 STEPS: tuple[tuple[str, Callable[[], None]], ...] = (
     ("imports", _imports), ("runtime", _wait_for_runtime), ("pages", _pages),
-    ("altair", _altair), ("analysis", _analysis), ("transformers", _transformers),
-    ("model", _model), ("sharper", _sharper),
+    ("altair", _altair), ("analysis", _analysis), ("model", _model), ("sharper", _sharper),
 )
-DEFERRED = frozenset({"transformers", "model", "sharper"})
+DEFERRED = frozenset({"model", "sharper"})
 
 
 def page_running() -> bool:
