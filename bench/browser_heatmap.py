@@ -21,10 +21,12 @@ Targets (issue 6): the page at n = 2048 within 1.5x of n = 16, and at least 5x f
 the one-rect chart at n = 256 (ratio <= 0.2), checked on each time. Wall-clock times on a
 shared machine swing with its load, which the last row reports.
 
-Click to chart (issue 15; `--clicks` runs only these): on a warm page, the time from choosing
-another option in a picker until the rerun it starts (the page's, or only its fragment's) is
-done, no skeleton is left and every chart in the main area has drawn (bench/cold_link.py's
-probe). A head change on the Heatmap at n = 16 and 2,048 and a layer or head change on Model
+Click to chart (issue 15; `--clicks` runs only these): on a warm page, the time from the
+pointer going down on another option of a picker (the page's own event, so Playwright's
+checks before it dispatches a click, about 40 ms on every page, do not count) until the rerun
+it starts (the page's, or only its fragment's) is done, no skeleton is left and every chart in
+the main area has drawn (bench/cold_link.py's probe). `--clicks --app=DIR` measures the app of
+another checkout with this bench. A head change on the Heatmap at n = 16 and 2,048 and a layer or head change on Model
 heads, each against the same click on a bare page with a selectbox and one chart, all in one
 run, the pages taken in turn. Target <= 2.
 """
@@ -158,10 +160,12 @@ CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048
 # within one task, and React then renders its run state once, so the page's run-state
 # attribute may never change; the messages always arrive. `__clicked` is the first frame
 # after the latest message at which cold_link's probe finds the page ready (idle, no
-# skeleton, every chart drawn); a later message clears it.
+# skeleton, every chart drawn); a later message clears it. `__down` is when the pointer last
+# went down (the option's click: the picker's own click comes before it).
 RUNS = """
 (() => {
   window.__msgs = 0;
+  document.addEventListener('pointerdown', () => { window.__down = performance.now(); }, true);
   const Native = window.WebSocket;
   window.WebSocket = class extends Native {
     constructor(...args) {
@@ -186,7 +190,8 @@ SETTLE = 150   # ms without a message before a click counts as done
 
 
 def pick(page, label: str, option: str, timeout: float = 300_000) -> float:
-    """ms from choosing `option` in the main area's picker `label` until the rerun has drawn."""
+    """ms from the pointer going down on `option` of the main area's picker `label` until the
+    rerun has drawn."""
     seen = page.evaluate("() => window.__msgs")
     picker = page.locator('[data-testid="stMain"]').get_by_role("combobox", name=label, exact=True)
     choice = page.get_by_role("option", name=option, exact=True)
@@ -197,15 +202,14 @@ def pick(page, label: str, option: str, timeout: float = 300_000) -> float:
             break
         except Exception:
             page.keyboard.press("Escape")
-    start = page.evaluate("() => performance.now()")
     choice.click()
     # ready after the click's messages, and no message since for SETTLE ms (a run's messages
     # can come in bursts); the time is that of the first ready frame
     clicked = page.wait_for_function(
         f"() => window.__msgs > {seen} && window.__clicked !== undefined"
-        f" && performance.now() - window.__clicked > {SETTLE} && window.__clicked",
+        f" && performance.now() - window.__clicked > {SETTLE} && window.__clicked - window.__down",
         timeout=timeout, polling=20)
-    return clicked.json_value() - start
+    return clicked.json_value()
 
 
 def click_times(browser, url: str, label: str, options: tuple[str, str],
@@ -237,8 +241,9 @@ def click_rounds(browser, urls: dict[str, str], rounds: int) -> dict[str, list[f
     return times
 
 
-def run_clicks(rounds: int = 8) -> list[dict]:
-    """Click-to-chart ratios against the same click on a bare page, measured in one run."""
+def run_clicks(rounds: int = 8, app_dir: str | None = None) -> list[dict]:
+    """Click-to-chart ratios against the same click on a bare page, measured in one run;
+    app_dir: the app of another checkout (e.g. `git archive` of an earlier commit)."""
     from bench.cold_link import BARE, spec_url
     from playwright.sync_api import sync_playwright
 
@@ -247,7 +252,8 @@ def run_clicks(rounds: int = 8) -> list[dict]:
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         (Path(tmp) / "bare_page.py").write_text(BARE)
-        app, base = Server(), Server(str(Path(tmp) / "bare_page.py"))
+        app = Server(cwd=app_dir) if app_dir else Server()
+        base = Server(str(Path(tmp) / "bare_page.py"))
         try:
             urls = {"bare page": f"{base.url}/",
                     **{f"heatmap n={n}": spec_url(app.url, "Heatmap", n) for n in (16, 2048)},
@@ -270,4 +276,5 @@ def run_clicks(rounds: int = 8) -> list[dict]:
 
 
 if __name__ == "__main__":
-    print_table(run_clicks() if "--clicks" in sys.argv else run())
+    app_dir = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--app=")), None)
+    print_table(run_clicks(app_dir=app_dir) if "--clicks" in sys.argv else run())

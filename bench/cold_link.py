@@ -16,8 +16,9 @@ With --before, the same pages also on plain `streamlit run app.py` with an empty
 --compare=DIR, the same pages also from another checkout of the app (e.g. `git archive main`
 unpacked there), each right after this one's, so both meet the same load on a shared machine.
 
-Click to chart: on a warm page, the time from choosing another head in the Heatmap's head
-picker until the page's script has run again, is idle and every chart has drawn; at 16 and
+Click to chart: on a warm page, the time from the pointer going down on another head in the
+Heatmap's head picker until the page's script has run again, is idle and every chart has
+drawn (bench/browser_heatmap.py's pick); at 16 and
 2,048 tokens, against the same click on a bare page with a selectbox and one chart.
 """
 from __future__ import annotations

@@ -58,8 +58,15 @@ def file_key(upload: tuple[str, bytes] | None) -> tuple | None:
 
 def cached(kind: str, key: tuple, compute: Callable[[], T]) -> T:
     """compute() once per (kind, key) on this server, kept while the store's budget allows;
-    run through the gate, with a "waiting for N other views" notice while it waits."""
-    return store().get_or_compute((kind, *key), lambda: heavy(compute))
+    run through the gate, with a "waiting for N other views" notice while it waits. A page's
+    run shows the "Computing" spinner only when the value is not stored yet (computed here,
+    or by another session it waits for): a spinner starts a timer thread, a few ms of every
+    click that only looks values up."""
+    full = (kind, *key)
+    if full in store() or get_script_run_ctx() is None:
+        return store().get_or_compute(full, lambda: heavy(compute))
+    with st.spinner(t("common.computing")):
+        return store().get_or_compute(full, lambda: heavy(compute))
 
 
 def heavy(compute: Callable[[], T]) -> T:

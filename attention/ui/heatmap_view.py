@@ -74,9 +74,7 @@ def draw_spec_heatmap(spec: AttentionSpec, key_prefix: str = "hm") -> None:
     """The heatmap section of a spec's analysis, fetched from the cache here: inside a view
     section (layout.Page.view) each click fetches it again instead of the section holding
     it, so the byte-bounded store stays the only thing that keeps analyses alive."""
-    with st.spinner(t("common.computing")):
-        analysis = cache.analysis(spec)
-    draw_heatmap(analysis, key_prefix)
+    draw_heatmap(cache.analysis(spec), key_prefix)     # a spinner only while it computes
 
 
 def draw_heatmap(analysis: Analysis, key_prefix: str = "hm") -> None:

@@ -75,8 +75,7 @@ def _loaded_report(spec, source: str):
     it cannot be had is shown."""
     try:
         loaded = cached.ensure_model(source)
-        with st.spinner(t("common.computing")):
-            return loaded, cached.report(source, spec.model_text, spec.hide_sinks)
+        return loaded, cached.report(source, spec.model_text, spec.hide_sinks)
     except UserError as err:
         st.error(message(err), icon=":material/error:")
         return None
@@ -98,9 +97,9 @@ def draw_heads(spec, source: str) -> None:
         draw_grid(report, (layer, head), hidden=spec.hide_sinks)
     st.subheader(t("model.compare_title", layer=layer, head=head))
     st.caption(t("model.compare_help", d_head=loaded.d_head, root=loaded.d_head ** 0.5))
-    with st.spinner(t("common.computing")):   # the model's own settings: its mask, temperature 1
-        analysis = cache.analysis(replace(spec, source="pretrained", model=spec.model if real
-                                          else "", layer=layer, causal=False, temperature=1.0))
+    # the model's own settings: its mask, temperature 1
+    analysis = cache.analysis(replace(spec, source="pretrained", model=spec.model if real
+                                      else "", layer=layer, causal=False, temperature=1.0))
     draw_comparison(analysis, head, key_prefix=PREFIX)
     draw_rollout(report, layer)
     if report.has_values:

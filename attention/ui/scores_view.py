@@ -45,14 +45,11 @@ FORMULAS = (
 
 def draw_scores(spec: AttentionSpec) -> None:
     """Every section of the page, in order, for the sidebar's spec."""
-    with st.spinner(t("common.computing")):
-        analysis = cache.analysis(spec)
-        sweep = cache.sweep(spec)
+    analysis, sweep = cache.analysis(spec), cache.sweep(spec)   # spinners while they compute
     d_k = analysis.q.shape[-1]
     head = pick_head(analysis)
     heads = scorestats.head_list(analysis, head)
-    with st.spinner(t("common.computing")):
-        stats, hist = cache.score_distribution(spec, head)
+    stats, hist = cache.score_distribution(spec, head)
     summary = scorestats.summary(analysis, heads)
     draw_summary(summary, stats)
     draw_findings(summary, stats, sweep, d_k)
