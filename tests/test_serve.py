@@ -206,3 +206,16 @@ def test_a_model_link_during_the_warm_up_loads_the_model_once(monkeypatch):
     assert any({"layer", "head"} <= set(f) for f in chart_frames(at))   # the 72-head grid
     assert "model" in times                           # the warm-up's step ran, and succeeded
     assert loads == [warmup.SCRIPT_THREAD]            # once, by the page
+
+
+def test_the_warm_up_thread_logs_no_missing_context_warning(caplog):
+    """A cached lookup from the warm-up thread (no script run) asks for no spinner and says
+    nothing about a missing ScriptRunContext."""
+    import streamlit as st
+
+    st.cache_resource.clear()                         # empties the store: a miss, computed
+    caplog.set_level("WARNING")
+    thread = threading.Thread(target=warmup._analysis)
+    thread.start()
+    thread.join(60)
+    assert not [r for r in caplog.records if "ScriptRunContext" in r.getMessage()]

@@ -63,7 +63,7 @@ def cached(kind: str, key: tuple, compute: Callable[[], T]) -> T:
     or by another session it waits for): a spinner starts a timer thread, a few ms of every
     click that only looks values up."""
     full = (kind, *key)
-    if full in store() or get_script_run_ctx() is None:
+    if full in store() or get_script_run_ctx(suppress_warning=True) is None:
         return store().get_or_compute(full, lambda: heavy(compute))
     with st.spinner(t("common.computing")):
         return store().get_or_compute(full, lambda: heavy(compute))
