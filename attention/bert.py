@@ -104,7 +104,8 @@ class SelfAttention(nn.Module):
         self.key = _Linear(c.hidden_size, c.hidden_size)
         self.value = _Linear(c.hidden_size, c.hidden_size)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor,
+                mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """(output (b, n, hidden), weights (b, h, n, n)), as transformers' BertSelfAttention
         returns them (forward hooks on this module read the weights)."""
         from .models import core_attention_forward

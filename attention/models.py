@@ -682,7 +682,8 @@ def _describe(model, tokenizer, *, source: str, name: str, head: str, params: in
     is_causal = n > 1 and not bool(probe.masks[0][0, 1:].any())
     special = frozenset(int(i) for i in tokenizer.all_special_ids)
     return LoadedModel(
-        source=source, name=name, model=model, tokenizer=tokenizer, head=head, architecture=type(model).__name__,
+        source=source, name=name, model=model, tokenizer=tokenizer, head=head,
+        architecture=type(model).__name__,
         layers=probe.calls, heads=heads, kv_heads=probe.kv_heads[0], d_head=d_head,
         hidden=int(getattr(config, "hidden_size", probe.v[0].shape[-1] * heads)),
         is_causal=is_causal, max_tokens=_max_tokens(config, tokenizer), params=params,

@@ -22,13 +22,13 @@ the one-rect chart at n = 256 (ratio <= 0.2), checked on each time. Wall-clock t
 shared machine swing with its load, which the last row reports.
 
 Click to chart (issue 15; `--clicks` runs only these): on a warm page, the time from the
-pointer going down on another option of a picker (the page's own event, so Playwright's
-checks before it dispatches a click, about 40 ms on every page, do not count) until the rerun
-it starts (the page's, or only its fragment's) is done, no skeleton is left and every chart in
-the main area has drawn (bench/cold_link.py's probe). `--clicks --app=DIR` measures the app of
-another checkout with this bench. A head change on the Heatmap at n = 16 and 2,048 and a layer or head change on Model
-heads, each against the same click on a bare page with a selectbox and one chart, all in one
-run, the pages taken in turn. Target <= 2.
+pointer going down on another option of a picker (the page's own event, so Playwright's checks
+before it dispatches a click, about 40 ms on every page, do not count) until the rerun it
+starts (the page's, or only its fragment's) is done, no skeleton is left and every chart in the
+main area has drawn (bench/cold_link.py's probe). `--clicks --app=DIR` measures the app of
+another checkout with this bench. A head change on the Heatmap at n = 16 and 2,048 and a layer
+or head change on Model heads, each against the same click on a bare page with a selectbox and
+one chart, all in one run, the pages taken in turn. Target <= 2.
 """
 from __future__ import annotations
 

@@ -143,7 +143,7 @@ def test_tokenizer_special_tokens_and_size_equal_autotokenizer():
         assert getattr(mine, f"{role}_token") == getattr(theirs, f"{role}_token")
         assert getattr(mine, f"{role}_token_id") == getattr(theirs, f"{role}_token_id")
     assert mine.model_max_length == theirs.model_max_length
-    long = "word " * 700                                      # past 128 (the file's padding) and 512
+    long = "word " * 700                    # past 128 (the file's padding) and 512
     assert len(mine(long)["input_ids"]) == len(theirs(long)["input_ids"]) == 700 + 2
 
 

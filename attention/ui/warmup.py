@@ -2,20 +2,20 @@
 
 It imports torch, pandas, altair and the pages' modules, fills the default view's analysis,
 loads the bundled MiniLM (attention.bert: no transformers) and the "Is sharper better?" page's
-default seed (from disk when this code has trained it before, see attention.experiment_cache). A first request that arrives
-meanwhile is served at once and waits only for what it needs: imports share Python's import
-lock, and the warm-up goes through the pages' own cached functions, whose per-key locks make
-a second caller wait for the first computation instead of repeating it. A failing step is
-logged and skipped (the pages compute what they need themselves).
+default seed (from disk when this code has trained it before, see attention.experiment_cache).
+A first request that arrives meanwhile is served at once and waits only for what it needs:
+imports share Python's import lock, and the warm-up goes through the pages' own cached
+functions, whose per-key locks make a second caller wait for the first computation instead of
+repeating it. A failing step is logged and skipped (the pages compute what they need
+themselves).
 
-The warm-up yields to visitors: no step starts while a page's script runs (the step under
-way when a visitor arrives finishes; a page that needs what the warm-up had not done yet does
-it itself). The cheap steps every page needs come first; the heavy ones (DEFERRED: loading the
+The warm-up yields to visitors: no step starts while a page's script runs (the step under way
+when a visitor arrives finishes; a page that needs what the warm-up had not done yet does it
+itself). The cheap steps every page needs come first; the heavy ones (DEFERRED: loading the
 model, training) also wait until no page has run for QUIET seconds: on a small server they
-would otherwise take the cores from the first visitor's page (measured: a cold Model heads
-link at 6.4x a bare page with the model loading beside it, when it still went through
-transformers). A
-page that needs the model before then loads it itself, through the same cache entry, so the
+would otherwise take the cores from the first visitor's page (measured: a cold Model heads link
+at 6.4x a bare page with the model loading beside it, when it still went through transformers).
+A page that needs the model before then loads it itself, through the same cache entry, so the
 warm-up later finds it loaded instead of loading it twice.
 """
 from __future__ import annotations
