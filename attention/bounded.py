@@ -93,6 +93,11 @@ class ByteLRU:
     def __contains__(self, key: Hashable) -> bool:
         return key in self._items
 
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.total = 0
+
     def keys(self) -> list[Hashable]:
         """The kept keys, least recently used first."""
         with self._lock:

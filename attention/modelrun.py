@@ -3,21 +3,23 @@ to that layer's q, k, v and mask (the Heatmap and Score analysis pages), and the
 report of the Model heads page, for any model `models.load_model` accepts.
 
 The bundled MiniLM without interventions goes through `pretrained.run`, so its runs share
-that cache and cost what they cost before other models existed. Other models keep at most
-RUN_CACHE runs (a run holds layers x heads x n x n weights and q, k, v).
+that cache and cost what they cost before other models existed. Other models' runs are kept
+within RUN_BYTES (a run holds layers x heads x n x n weights and q, k, v: bytes, not a count,
+bound them).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import pandas as pd
 import torch
 
 from . import headstats, models, outcomes
+from .bounded import ByteLRU
 from .errors import UserError
 
-RUN_CACHE = 2
+RUN_BYTES = 96 * 2**20
+_RUNS = ByteLRU(RUN_BYTES)
 
 
 def run(source: str, text: str, interventions: tuple = (), *,
@@ -32,9 +34,8 @@ def run(source: str, text: str, interventions: tuple = (), *,
     return models.load_model(source).run(text, interventions, mask_at=mask_at)
 
 
-@lru_cache(maxsize=RUN_CACHE)
 def _plain_run(source: str, text: str) -> models.ModelRun:
-    return models.load_model(source).run(text)
+    return _RUNS.get_or_compute((source, text), lambda: models.load_model(source).run(text))
 
 
 def check_layer(loaded: models.LoadedModel, layer: int) -> int:

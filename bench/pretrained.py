@@ -79,12 +79,12 @@ def _cold_load_seconds() -> float:
 
 
 def _fresh_report():
-    pretrained.run.cache_clear()
+    pretrained.clear_runs()
     return pretrained.report(TEXT)
 
 
 def _fresh_layer(spec: AttentionSpec):
-    pretrained.run.cache_clear()
+    pretrained.clear_runs()
     return analyze(spec)
 
 

@@ -159,3 +159,20 @@ def test_transformers_is_not_imported_by_the_app_or_the_bundled_model():
             "assert 'transformers' not in sys.modules, 'transformers imported by MiniLM'\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_kept_runs_are_bounded_by_bytes_not_by_count(model):
+    """Eight long texts' runs were kept by count (0.4 GB of a server's peak); now the bytes
+    of the kept runs stay within RUN_BYTES, the latest run stays, and a repeat is a hit."""
+    from attention.bounded import nbytes
+
+    P.clear_runs()
+    words = "the cat sat on a mat".split()
+    texts = [" ".join(words[(i + s) % 6] for i in range(340)) for s in range(6)]   # 342 pieces
+    runs = [P.run(t) for t in texts]
+    one = nbytes(runs[0])
+    assert one > 30 * 2**20                           # ~6 x 12 x 342^2 weights + q, k, v
+    assert P._RUNS.total <= P.RUN_BYTES < len(texts) * one
+    assert P.run(texts[-1]) is runs[-1]               # kept: the same object again
+    assert P.run(texts[0]) is not runs[0]             # the oldest was dropped, run again
+    torch.testing.assert_close(P.run(texts[0]).model_run.weights, runs[0].model_run.weights)
