@@ -27,6 +27,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .models import core_attention_forward
+
 
 @dataclass(frozen=True)
 class BertConfig:
@@ -108,8 +110,6 @@ class SelfAttention(nn.Module):
                 mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """(output (b, n, hidden), weights (b, h, n, n)), as transformers' BertSelfAttention
         returns them (forward hooks on this module read the weights)."""
-        from .models import core_attention_forward
-
         b, n, _ = x.shape                                                         # (b, n, hidden)
         split = lambda t: t.view(b, n, self.heads, self.d_head).transpose(1, 2)   # noqa: E731
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))  # (b, h, n, d)

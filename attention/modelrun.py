@@ -3,9 +3,8 @@ to that layer's q, k, v and mask (the Heatmap and Score analysis pages), and the
 report of the Model heads page, for any model `models.load_model` accepts.
 
 The bundled MiniLM without interventions goes through `pretrained.run`, so its runs share
-that cache and cost what they cost before other models existed. Other models' runs are kept
-within RUN_BYTES (a run holds layers x heads x n x n weights and q, k, v: bytes, not a count,
-bound them).
+that cache and cost what they cost before other models existed. Every model's runs are kept
+in models.RUNS, one byte budget for all of them.
 """
 from __future__ import annotations
 
@@ -15,11 +14,8 @@ import pandas as pd
 import torch
 
 from . import headstats, models, outcomes
-from .bounded import ByteLRU
 from .errors import UserError
 
-RUN_BYTES = 96 * 2**20
-_RUNS = ByteLRU(RUN_BYTES)
 
 
 def run(source: str, text: str, interventions: tuple = (), *,
@@ -35,7 +31,8 @@ def run(source: str, text: str, interventions: tuple = (), *,
 
 
 def _plain_run(source: str, text: str) -> models.ModelRun:
-    return _RUNS.get_or_compute((source, text), lambda: models.load_model(source).run(text))
+    return models.RUNS.get_or_compute((source, text),
+                                      lambda: models.load_model(source).run(text))
 
 
 def check_layer(loaded: models.LoadedModel, layer: int) -> int:

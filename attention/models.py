@@ -43,6 +43,7 @@ from pathlib import Path
 
 import torch
 
+from .bounded import ByteLRU
 from .core import AttentionResult, attention, causal_mask
 from .errors import UserError
 
@@ -58,6 +59,12 @@ MAX_WEIGHT_CELLS = 2 ** 26      # layers * heads * n * n kept by one run (float3
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?")
 # Keyword arguments some architectures pass to change scores in ways core.attention does not.
 UNSUPPORTED_KWARGS = ("softcap", "s_aux", "sinks", "position_bias")
+# The runs kept of every model (pretrained.run, modelrun.run), bounded by bytes: a run holds
+# layers x heads x n x n weights and q, k, v (MiniLM: about 50 MB at 351 pieces, 90 MB at
+# 512). Eight kept by count were 0.4 GB of a server's peak with eight sessions on the Model
+# heads page (bench/memory.py).
+RUN_BYTES = 96 * 2**20
+RUNS = ByteLRU(RUN_BYTES)
 
 
 # ---------------------------------------------------------------------------- policy
@@ -270,8 +277,7 @@ def _register() -> None:
     downloads are allowed. Imports transformers.
 
     Under a lock: transformers is a lazy module, and two threads importing it for the first
-    time at once (the server's warm-up thread and a first visitor, or two visitors) saw it
-    half-initialised ("cannot import name 'AttentionInterface'"). Every name this module
+    time at once (two visitors loading models of their own) saw it half-initialised ("cannot import name 'AttentionInterface'"). Every name this module
     takes from transformers is resolved here, once, before any other thread can ask."""
     with _IMPORT_LOCK:
         if not downloads_allowed():
@@ -286,12 +292,6 @@ def _register() -> None:
             getattr(transformers, name)
         transformers.AttentionInterface.register(IMPLEMENTATION, core_attention_forward)
         AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
-
-
-def import_transformers() -> None:
-    """What every model load does first, on its own: import transformers and register the
-    core with it (once per process). The server's warm-up calls it ahead of the model."""
-    _register()
 
 
 # ---------------------------------------------------------------------------- results

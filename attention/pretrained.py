@@ -20,7 +20,6 @@ import pandas as pd
 import torch
 
 from . import headstats, models
-from .bounded import ByteLRU
 from .core import AttentionResult, attention
 from .errors import UserError
 
@@ -75,20 +74,14 @@ def key_mask(attention_mask: torch.Tensor) -> torch.Tensor | None:
     return keys.unsqueeze(0).expand(keys.shape[0], -1).clone()           # (n, n)
 
 
-# The runs kept, bounded by bytes: a run holds 6 x 12 x n x n weights and q, k, v (about 50 MB
-# at 351 pieces, 90 MB at 512). Eight kept by count were 0.4 GB of a server's peak with eight
-# sessions on the Model heads page (bench/memory.py).
-RUN_BYTES = 96 * 2**20
-_RUNS = ByteLRU(RUN_BYTES)
-
-
 def run(text: str) -> Run:
-    """One forward pass with the core inside; q, k, v and weights captured as it ran."""
-    return _RUNS.get_or_compute(text, lambda: _run(text))
+    """One forward pass with the core inside; q, k, v and weights captured as it ran (kept in
+    models.RUNS, bounded by bytes)."""
+    return models.RUNS.get_or_compute(("pretrained", text), lambda: _run(text))
 
 
 def clear_runs() -> None:
-    _RUNS.clear()
+    models.RUNS.clear()
 
 
 def _run(text: str) -> Run:

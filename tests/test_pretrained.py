@@ -164,6 +164,7 @@ def test_transformers_is_not_imported_by_the_app_or_the_bundled_model():
 def test_kept_runs_are_bounded_by_bytes_not_by_count(model):
     """Eight long texts' runs were kept by count (0.4 GB of a server's peak); now the bytes
     of the kept runs stay within RUN_BYTES, the latest run stays, and a repeat is a hit."""
+    from attention import models
     from attention.bounded import nbytes
 
     P.clear_runs()
@@ -172,7 +173,7 @@ def test_kept_runs_are_bounded_by_bytes_not_by_count(model):
     runs = [P.run(t) for t in texts]
     one = nbytes(runs[0])
     assert one > 30 * 2**20                           # ~6 x 12 x 342^2 weights + q, k, v
-    assert P._RUNS.total <= P.RUN_BYTES < len(texts) * one
+    assert models.RUNS.total <= models.RUN_BYTES < len(texts) * one
     assert P.run(texts[-1]) is runs[-1]               # kept: the same object again
     assert P.run(texts[0]) is not runs[0]             # the oldest was dropped, run again
     torch.testing.assert_close(P.run(texts[0]).model_run.weights, runs[0].model_run.weights)

@@ -12,6 +12,7 @@ empties them too. Values are shared between sessions: pages never mutate them.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from typing import Callable, TypeVar
 
@@ -63,9 +64,8 @@ def cached(kind: str, key: tuple, compute: Callable[[], T]) -> T:
     or by another session it waits for): a spinner starts a timer thread, a few ms of every
     click that only looks values up."""
     full = (kind, *key)
-    if full in store() or get_script_run_ctx(suppress_warning=True) is None:
-        return store().get_or_compute(full, lambda: heavy(compute))
-    with st.spinner(t("common.computing")):
+    spinner = full not in store() and get_script_run_ctx(suppress_warning=True) is not None
+    with st.spinner(t("common.computing")) if spinner else contextlib.nullcontext():
         return store().get_or_compute(full, lambda: heavy(compute))
 
 
