@@ -184,5 +184,6 @@ def view_widget(name: str, widget, *, default, cast=int, valid=lambda value: Tru
     if key not in st.session_state or not valid(st.session_state[key]):
         st.session_state[key] = view_value(name, default, cast, valid)
     value = widget(key=key, **kwargs)
-    st.query_params[name] = str(value)
+    if st.query_params.get(name) != str(value):   # each write sends the browser the whole URL
+        st.query_params[name] = str(value)
     return value
