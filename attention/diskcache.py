@@ -7,6 +7,10 @@ directory is read as data, never run as code.
     key  = sha256(format, library versions, source text of the modules, settings)
     file = <cache dir>/<name>-<key[:32]>.zip        (meta.json repeats the full key)
 
+A caller may also name a directory of records shipped with the code (read, never written
+here), looked in after the cache directory: a fresh machine then starts with them, as long as
+its code, settings and library versions give the same full key.
+
 A result is recomputed whenever any source file, setting or the torch/pandas/numpy version
 changes; a file that cannot be read, or that holds another key, is ignored and rewritten.
 Writes are atomic (a temporary file in the same directory, then os.replace), so a reader in
@@ -145,8 +149,11 @@ def _lock(path: Path) -> threading.Lock:
 
 
 def load_or_compute(name: str, key: str, compute: Callable[[], Record], *,
-                    directory: Path | None = None, keep: int = KEEP) -> Record:
-    """The stored record for (name, key), else compute(), store it and return it.
+                    directory: Path | None = None, keep: int = KEEP,
+                    shipped: Path | None = None) -> Record:
+    """The stored record for (name, key), else the one shipped with the code (`shipped`: a
+    read-only directory of records, used only under the same full key), else compute(), store
+    it and return it.
 
     One computation per key in this process: a second caller waits for the first and then
     reads its file (or, if it could not be written, computes again)."""
@@ -160,6 +167,10 @@ def load_or_compute(name: str, key: str, compute: Callable[[], Record], *,
             except OSError:
                 pass
             return record
+        if shipped is not None:
+            record = read(path_for(name, key, shipped), key)
+            if record is not None:
+                return record
         record = compute()
         write(path, key, record)
         prune(directory, keep)

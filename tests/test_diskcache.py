@@ -250,3 +250,56 @@ def test_stored_scaling_equals_the_computed_one_and_changed_settings_retrain(cac
     monkeypatch.setattr(ex, "scaling_sweep", lambda *a, **k: calls.append(1) or real(*a, **k))
     xc.scaling_sweep((0, 1))
     assert calls == [1]
+
+
+# --- results shipped with the code ------------------------------------------------------------
+
+def test_a_shipped_record_is_used_under_its_own_key_only(cache, tmp_path):
+    shipped = tmp_path / "shipped"
+    key, stale = "s" * 64, "t" * 64
+    diskcache.write(diskcache.path_for("t", key, shipped), key, frames_record(7.0))
+    diskcache.write(diskcache.path_for("t", stale, shipped), "other" * 13, frames_record(8.0))
+    before = sorted(p.name for p in shipped.iterdir())
+    compute = Counter(frames_record(2.0))
+    got = diskcache.load_or_compute("t", key, compute, shipped=shipped)
+    assert compute.calls == 0 and got.values["rho"] == 7.0
+    # a file whose full key is another one's (older code) is not trusted: computed instead
+    got = diskcache.load_or_compute("t", stale, compute, shipped=shipped)
+    assert compute.calls == 1 and got.values["rho"] == 2.0
+    assert sorted(p.name for p in shipped.iterdir()) == before    # never written to
+
+
+def test_the_shipped_default_seed_is_that_of_this_code():
+    """Fails after a change to the experiment's code, settings or library pins, until the
+    shipped files are made again: `python -m attention.experiment_cache --ship`."""
+    stale = [p.name for p, k, _ in xc._shipped(xc.SHIPPED_SEED) if diskcache.read(p, k) is None]
+    assert not stale, (f"{stale} missing or made by other code: run "
+                       "`python -m attention.experiment_cache --ship` and commit the files")
+    assert sorted(xc.SHIPPED.glob("*.zip")) == sorted(xc.shipped_paths())   # no stale ones left
+
+
+def test_an_empty_cache_reads_the_shipped_seed_without_training(cache, monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained instead of reading the shipped result")
+
+    monkeypatch.setattr(ex, "sharpening_study", no_training)
+    monkeypatch.setattr(ex, "scaling_sweep", no_training)
+    study = xc.sharpening_study(xc.SHIPPED_SEED)
+    sweep = xc.scaling_sweep(xc.scaling_seeds(xc.SHIPPED_SEED))
+    assert study.seed == xc.SHIPPED_SEED and len(study.sweep) == len(ex.MULTIPLIERS) + 1
+    assert sorted(set(sweep["d_k"])) == sorted(ex.SCALING_DKS)
+    assert not list(cache.glob("*.zip"))            # read in place, not copied
+
+
+def test_the_shipped_seed_is_what_training_gives(cache):
+    """Trained again here (about 10 s): the shipped numbers are this code's, not typed in.
+    Another CPU's matmul kernels may move the last digits of a trained head."""
+    study = ex.sharpening_study(xc.SHIPPED_SEED)
+    sweep = ex.scaling_sweep(xc.scaling_seeds(xc.SHIPPED_SEED))
+    (study_path, study_key, _), (sweep_path, sweep_key, _) = xc._shipped(xc.SHIPPED_SEED)
+    shipped, shipped_sweep = diskcache.read(study_path, study_key), diskcache.read(sweep_path, sweep_key)
+    close = dict(check_exact=False, rtol=1e-2, atol=5e-3)
+    for name in ("sweep", "sample", "importance"):
+        pd.testing.assert_frame_equal(shipped.frames[name], getattr(study, name), **close)
+    pd.testing.assert_frame_equal(shipped_sweep.frames["sweep"], sweep, **close)
+    assert shipped.values["spearman_pooled"] == pytest.approx(study.spearman_pooled, abs=1e-2)
