@@ -20,8 +20,9 @@ RUN useradd --create-home --uid 1000 explorer
 COPY --chown=explorer:explorer . .
 USER explorer
 
-# The "Is sharper better?" page's default seed, trained once at build time and kept on disk
-# (keyed by the code that trains it), so a freshly started demo shows it at once.
+# The "Is sharper better?" page's default seed ships with the code (attention/data/experiments,
+# keyed by the code that trains it); if those files are stale, it is trained here once and kept
+# on disk, so a freshly started demo shows it at once either way.
 ENV ATTENTION_EXPLORER_CACHE=/home/explorer/.cache/attention-explorer
 RUN python -m attention.experiment_cache 0
 
