@@ -150,7 +150,7 @@ def check_model(page) -> None:
 
     ids = pretrained.load().tokenizer(" ".join(HOSTILE))["input_ids"]
     pieces = pretrained.load().tokenizer.convert_ids_to_tokens(ids)
-    code = page.locator('[data-testid="stMain"] [data-testid="stCode"]').first
+    code = page.locator('[data-testid="stMain"] [data-testid="stText"]').first
     eventually(page, lambda: code.inner_text().strip() == " ".join(pieces))  # pieces, as text
     labels = page.locator(f"{CHARTS} svg .role-axis-label text")      # every chart's labels
     eventually(page, lambda: f"{pieces[1]} ·1" in labels.all_text_contents())

@@ -84,7 +84,7 @@ def test_model_typed_in_the_sidebar_shows_its_own_weights(tiny):
     model, loaded = eager(folder)
     own = torch.stack(eager_out(model, loaded).attentions)[:, 0]       # (2, 4, n, n)
     n = own.shape[-1]
-    assert at.code[0].value == " ".join(loaded.run(TEXT).tokens)
+    assert at.text[0].value == " ".join(loaded.run(TEXT).tokens)
     assert any(s.value == "All 8 heads" for s in at.subheader)
     assert any("causal" in c.value for c in at.caption)
     grid = [f for f in chart_frames(at) if {"qb", "kb", "layer", "head"} <= set(f)][0]

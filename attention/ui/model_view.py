@@ -111,7 +111,10 @@ def draw_heads(spec, source: str) -> None:
 def draw_pieces(report) -> None:
     """The model's pieces, and how many the tokenizer did not know."""
     st.caption(t("model.pieces", name=report.name, n=len(report.tokens)))
-    st.code(" ".join(report.tokens), language=None, wrap_lines=True)
+    # st.text, not st.code: a code block fetches and parses Streamlit's 1.5 MB syntax
+    # highlighter on first use, 0.5 s of a cold Model heads link (bench/cold_link.py)
+    with st.container(border=True):
+        st.text(" ".join(report.tokens), width="stretch")
     unk, count = report.unk
     if unk is not None:
         st.caption(t("model.unknown_pieces", unk=unk, count=count, n=len(report.tokens)))
