@@ -111,12 +111,13 @@ def ship(seed: int = SHIPPED_SEED) -> list[Path]:
     """Train `seed` afresh (never from a file) and write its records into SHIPPED, replacing
     the files older code made."""
     entries = _shipped(seed)
+    paths = [path for path, _, _ in entries]
     for old in SHIPPED.glob("*.zip"):
-        if old not in [path for path, _, _ in entries]:
+        if old not in paths:
             old.unlink()
     for path, full_key, make in entries:
         diskcache.write(path, full_key, make())
-    return [path for path, _, _ in entries]
+    return paths
 
 
 if __name__ == "__main__":

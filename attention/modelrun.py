@@ -17,7 +17,6 @@ from . import headstats, models, outcomes
 from .errors import UserError
 
 
-
 def run(source: str, text: str, interventions: tuple = (), *,
         mask_at: int | None = None) -> models.ModelRun:
     """One forward pass of `text` through the model `source` names (UserError otherwise)."""

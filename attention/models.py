@@ -277,8 +277,9 @@ def _register() -> None:
     downloads are allowed. Imports transformers.
 
     Under a lock: transformers is a lazy module, and two threads importing it for the first
-    time at once (two visitors loading models of their own) saw it half-initialised ("cannot import name 'AttentionInterface'"). Every name this module
-    takes from transformers is resolved here, once, before any other thread can ask."""
+    time at once (two visitors loading models of their own) saw it half-initialised ("cannot
+    import name 'AttentionInterface'"). Every name this module takes from transformers is
+    resolved here, once, before any other thread can ask."""
     with _IMPORT_LOCK:
         if not downloads_allowed():
             os.environ.setdefault("HF_HUB_OFFLINE", "1")

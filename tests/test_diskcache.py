@@ -297,7 +297,8 @@ def test_the_shipped_seed_is_what_training_gives(cache):
     study = ex.sharpening_study(xc.SHIPPED_SEED)
     sweep = ex.scaling_sweep(xc.scaling_seeds(xc.SHIPPED_SEED))
     (study_path, study_key, _), (sweep_path, sweep_key, _) = xc._shipped(xc.SHIPPED_SEED)
-    shipped, shipped_sweep = diskcache.read(study_path, study_key), diskcache.read(sweep_path, sweep_key)
+    shipped = diskcache.read(study_path, study_key)
+    shipped_sweep = diskcache.read(sweep_path, sweep_key)
     close = dict(check_exact=False, rtol=1e-2, atol=5e-3)
     for name in ("sweep", "sample", "importance"):
         pd.testing.assert_frame_equal(shipped.frames[name], getattr(study, name), **close)
