@@ -21,12 +21,15 @@ import shutil
 
 PROBE = """
 (() => {
-  const sel = '[data-testid="stMain"] [data-testid="stVegaLiteChart"]';
+  // Vega charts, and the canvas heatmaps (attention/ui/canvas.js: drawn once data-drawn is
+  // set and no figure is pending).
+  const sel = '[data-testid="stMain"] [data-testid="stVegaLiteChart"], [data-testid="stMain"] .ae-heatmap';
   // A canvas once seen painted stays painted (Vega clears and redraws it within one frame),
   // so its pixels are read until then only: reading a big canvas every frame would load the
   // main thread the probe is timing.
   const painted = new WeakSet();
   const drawn = (el) => {
+    if (el.classList.contains('ae-heatmap')) return !!el.dataset.drawn && !el.dataset.pending;
     const img = el.querySelector('img');
     if (img) return img.complete && img.naturalWidth > 0;
     const cv = el.querySelector('canvas');

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from streamlit.testing.v1 import AppTest
@@ -40,3 +42,51 @@ def chart_frames(at: AppTest) -> list[pd.DataFrame]:
         for dataset in chart.proto.datasets:
             frames.append(pa.ipc.open_stream(io.BytesIO(dataset.data.data)).read_all().to_pandas())
     return frames
+
+
+def _refuse_constant(name: str):
+    raise AssertionError(f"{name} in a canvas figure: JSON.parse would refuse it")
+
+
+def figures(at: AppTest) -> list[dict]:
+    """Every canvas heatmap figure on the page (attention/charts/canvas.py), as the browser
+    receives it; asserts on the way that none holds NaN or Infinity."""
+    return [json.loads(element.proto.json, parse_constant=_refuse_constant)
+            for element in at.get("bidi_component")]
+
+
+def figure_images(figure: dict) -> dict[str, np.ndarray]:
+    """A canvas figure's panel images as RGBA arrays, by panel value (scaled, unscaled,
+    difference): (rows, cols, 4), one pixel a cell or a block."""
+    import base64
+
+    from PIL import Image
+
+    from attention.charts.heatmap import VALUES
+
+    return {value: np.asarray(Image.open(io.BytesIO(base64.b64decode(
+                panel["image"].split(",", 1)[1]))))
+            for value, panel in zip(VALUES, figure["panels"])}
+
+
+TIP = 5e-5 + 1e-9   # a figure's weights as its tooltips carry them: 4 decimals
+
+
+def figure_cells(figure: dict) -> pd.DataFrame:
+    """A cells figure as frames.cells-like rows, one per drawn (unmasked) cell: positions and
+    tokens from its tooltips, numbers as the tooltips carry them (rounded: TIP_DIGITS)."""
+    tip = figure["tip"]
+    rows = []
+    for i, query_token in enumerate(tip["query_tokens"]):
+        for j, key_token in enumerate(tip["key_tokens"]):
+            if tip["values"]["weight"][i][j] is None:
+                continue
+            rows.append({"query_pos": tip["q0"] + i, "key_pos": tip["k0"] + j,
+                         "query_token": query_token, "key_token": key_token,
+                         **{name: grid[i][j] for name, grid in tip["values"].items()}})
+    return pd.DataFrame(rows)
+
+
+def comparison_cells(at: AppTest) -> list[pd.DataFrame]:
+    """The cells of every scaled | unscaled | difference figure drawn cell by cell."""
+    return [figure_cells(f) for f in figures(at) if f["kind"] == "cells"]

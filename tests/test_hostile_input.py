@@ -24,7 +24,7 @@ from streamlit.testing.v1 import AppTest
 from attention.i18n import catalog
 from attention.spec import AttentionSpec
 from attention.tokens import MAX_INPUT_CHARS, MAX_TOKEN_CHARS, MAX_TOKENS
-from tests.apptest import PAGE_FILES, ROOT, chart_frames, open_page
+from tests.apptest import PAGE_FILES, ROOT, chart_frames, figures, open_page
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
 INPUT, HEATMAP, SCORES, MODEL, SHARPER, IMPORTANCE = PAGE_FILES
@@ -294,9 +294,10 @@ def _strings(node) -> list[str]:
 
 
 def _chart_strings(at: AppTest) -> list[str]:
-    """Every string of every chart, from its spec (labels, expressions, titles) and its data;
-    asserts on the way that no spec holds NaN or Infinity and no dataset a non-finite number."""
-    strings = []
+    """Every string of every chart, from its spec (labels, expressions, titles) and its data,
+    and of every canvas figure; asserts on the way that no spec or figure holds NaN or
+    Infinity and no dataset a non-finite number."""
+    strings = [s for figure in figures(at) for s in _strings(figure)]
     for chart in at.get("vega_lite_chart"):
         strings += _strings(json.loads(chart.proto.spec, parse_constant=_refuse_constant))
     # Vega's expression parser rejects a raw line separator inside a string literal, and the

@@ -1,7 +1,6 @@
 """The Heatmap page in AppTest: its charts carry exactly the analysis' numbers."""
 import base64
 import io
-import json
 import math
 
 import numpy as np
@@ -12,14 +11,12 @@ import torch
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
-from attention import frames
 from attention.analysis import analyze
 from attention.charts.colors import colorize
-from attention.charts.heatmap import VALUES
 from attention.spec import AttentionSpec
 from attention.ui.heatmap_view import DEFAULT_WINDOW
+from tests.apptest import TIP, figure_cells, figure_images, figures
 from tests.conftest import ROOT
-from tests.test_charts_heatmap import eval_label_expr
 
 PAGE = "pages/1_Heatmap.py"
 CAT = AttentionSpec(tokens=tuple("the cat sat on the mat".split()), heads=3, d_k=8, d_model=16,
@@ -46,22 +43,33 @@ def main_data(at: AppTest) -> list[pd.DataFrame]:
     return [charts[0] for charts in datasets(at)]
 
 
+def cells(at: AppTest) -> list[pd.DataFrame]:
+    """Per canvas figure of cells on the page (the comparison, or the zoom window), its cells."""
+    return [figure_cells(f) for f in figures(at) if f["kind"] == "cells"]
+
+
 def assert_cells_match(data: pd.DataFrame, a, head: int) -> None:
+    """Every drawn cell carries that head's weights and scores, and its own tokens."""
     w, u = a.scaled.weights[head], a.unscaled.weights[head]
+    raw = a.q[head] @ a.k[head].T                                         # (n, n) q.k
     for row in data.itertuples():
-        assert row.head == head
-        assert row.weight == pytest.approx(float(w[row.query_pos, row.key_pos]), abs=1e-6)
-        assert row.unscaled_weight == pytest.approx(float(u[row.query_pos, row.key_pos]), abs=1e-6)
-        assert row.query_token == a.tokens[row.query_pos]
-        assert row.key_token == a.tokens[row.key_pos]
+        q, k = row.query_pos, row.key_pos
+        assert row.weight == pytest.approx(float(w[q, k]), abs=TIP)
+        assert row.unscaled_weight == pytest.approx(float(u[q, k]), abs=TIP)
+        assert row.difference == pytest.approx(float(w[q, k] - u[q, k]), abs=2 * TIP)
+        assert row.scaled_score == pytest.approx(float(a.scaled.scores[head, q, k]), abs=5e-4)
+        assert row.raw_score == pytest.approx(float(raw[q, k]), abs=5e-4 + 1e-5 * abs(float(raw[q, k])))
+        assert row.query_token == a.tokens[q]
+        assert row.key_token == a.tokens[k]
 
 
 def test_chart_data_equals_analyze_for_a_spec_from_the_url():
     at = open_page(CAT)
     assert not at.exception and not at.error
-    (data,) = main_data(at)                                   # one chart, one shared dataset
+    (data,) = cells(at)                                       # one figure, every cell
     assert len(data) == 36                                    # 6 x 6 with "the" twice
     assert_cells_match(data, analyze(CAT), head=0)
+    assert not at.get("vega_lite_chart")                      # drawn on the canvas only
 
 
 def test_head_picker_changes_the_data_without_recomputing(monkeypatch):
@@ -72,7 +80,7 @@ def test_head_picker_changes_the_data_without_recomputing(monkeypatch):
     at = open_page(CAT)
     at.selectbox(key="view_hm_head").set_value(2).run()
     assert not at.exception
-    (data,) = main_data(at)
+    (data,) = cells(at)
     assert_cells_match(data, analyze(CAT), head=2)
     assert at.query_params["hm_head"] == "2"                  # kept in the share link
     at.segmented_control(key="view_hm_view").set_value("grid").run()
@@ -95,20 +103,21 @@ def test_moving_the_zoom_recomputes_and_repools_nothing(monkeypatch):
         at.number_input(key="view_hm_q").set_value(q).run()
         at.number_input(key="view_hm_k").set_value(k).run()
         assert not at.exception
-        zoom = main_data(at)[1]
+        (zoom,) = cells(at)
         assert zoom["query_pos"].min() == q and zoom["key_pos"].min() == k
     at.selectbox(key="view_hm_win").set_value(64).run()
-    assert not at.exception and len(datasets(at)[1][0]) == 64 * 64
+    assert not at.exception and len(cells(at)[0]) == 64 * 64
     assert analyses == [spec] and len(pools) == 1                # once, on the first run
 
 
 def test_head_from_the_url_and_an_invalid_one_falls_back():
-    (data,) = main_data(open_page(CAT, hm_head="1"))
-    assert set(data["head"]) == {1}
+    a = analyze(CAT)
+    (data,) = cells(open_page(CAT, hm_head="1"))
+    assert_cells_match(data, a, head=1)
     at = open_page(CAT, hm_head="7")                          # only 3 heads: back to head 0
     assert not at.exception
-    (data,) = main_data(at)
-    assert set(data["head"]) == {0}
+    (data,) = cells(at)
+    assert_cells_match(data, a, head=0)
 
 
 def test_all_heads_grid_and_follow_one_query():
@@ -129,14 +138,10 @@ def test_all_heads_grid_and_follow_one_query():
 
 
 def overview(at: AppTest) -> tuple[dict[str, np.ndarray], list[dict]]:
-    """The first chart's panel images ({value: (b, b, 4) RGBA}) and its zoom outline rows."""
-    span = main_data(at)[0]
-    images = {}
-    for value in VALUES:
-        url = span[f"url_{value}"][0]
-        images[value] = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
-    (box,) = [d for d in datasets(at)[0] if "q0" in d.columns]
-    return images, box.to_dict("records")
+    """The overview figure's panel images ({value: (b, b, 4) RGBA}) and its zoom outline
+    (q0, q1, k0, k1)."""
+    (figure,) = [f for f in figures(at) if f["kind"] == "blocks"]
+    return figure_images(figure), figure["box"]
 
 
 def block_value(m: torch.Tensor, q: range, k: range, how: str, causal: bool) -> float:
@@ -184,7 +189,7 @@ def test_2048_tokens_draw_an_overview_image_with_a_notice_and_a_zoom_window():
                and "8 × 8" in info.value for info in at.info)
     images, box = overview(at)
     assert all(image.shape == (256, 256, 4) for image in images.values())
-    assert box == [{"q0": 1000, "q1": 1000 + DEFAULT_WINDOW, "k0": 990, "k1": 990 + DEFAULT_WINDOW}]
+    assert box == [1000, 1000 + DEFAULT_WINDOW, 990, 990 + DEFAULT_WINDOW]
     a = analyze(spec)
     # Causal: blocks wholly above the diagonal are transparent, the diagonal's are drawn.
     alpha = images["weight"][..., 3]
@@ -193,17 +198,17 @@ def test_2048_tokens_draw_an_overview_image_with_a_notice_and_a_zoom_window():
     picks = [(0, 0), (255, 255), (255, 0), (3, 200), *rng.integers(0, 256, (40, 2)).tolist()]
     assert_overview_matches(images, a, 0, "max", True, picks)
     # The zoom window is every cell of queries 1000-1015 x keys 990-1005 (causal: k <= q).
-    zoom = main_data(at)[1]
+    (zoom,) = cells(at)
     assert len(zoom) == sum(1 for q in range(1000, 1016) for k in range(990, 1006) if k <= q)
     assert_cells_match(zoom, a, head=0)
     assert set(zoom["query_pos"]) == set(range(1000, 1016))
-    # The zoom's axes are those positions, labelled with their own tokens.
-    layer = json.loads(at.get("vega_lite_chart")[1].proto.spec)["hconcat"][0]["layer"][0]
-    for axis, first in (("y", 1000), ("x", 990)):
-        enc = layer["encoding"][axis]
-        assert enc["scale"]["domain"] == list(range(first, first + DEFAULT_WINDOW))
-        assert [eval_label_expr(enc["axis"]["labelExpr"], p) for p in enc["scale"]["domain"]] \
-            == [spec.tokens[p] for p in enc["scale"]["domain"]]
+    # The zoom's axes are those positions' own tokens; masked cells are transparent.
+    (figure,) = [f for f in figures(at) if f["kind"] == "cells"]
+    assert figure["y"]["labels"] == list(spec.tokens[1000:1016])
+    assert figure["x"]["labels"] == list(spec.tokens[990:1006])
+    alpha = figure_images(figure)["weight"][..., 3]                     # (16, 16)
+    allowed = np.array([[990 + j <= 1000 + i for j in range(16)] for i in range(16)])
+    assert ((alpha == 255) == allowed).all()
 
 
 def test_all_heads_grid_of_a_long_input_is_one_image_per_head_on_one_scale():
@@ -254,7 +259,7 @@ def test_zoom_and_pooling_choice_are_widgets_kept_in_the_url():
     assert at.query_params["hm_q"] == "50" and at.query_params["hm_pool"] == "mean"
     assert any("mean" in info.value and "150 × 150" in info.value for info in at.info)
     images, box = overview(at)
-    assert images["weight"].shape == (150, 150, 4) and box[0]["q0"] == 50
+    assert images["weight"].shape == (150, 150, 4) and box[0] == 50
     # Mean pooling: a block's colour is its mean's, on the scale of the pooled means.
     a = analyze(spec)
     w, u = a.scaled.weights[0], a.unscaled.weights[0]
@@ -265,7 +270,7 @@ def test_zoom_and_pooling_choice_are_widgets_kept_in_the_url():
                            False) == pytest.approx(float(means[bq, bk]), abs=1e-6)
         colour = colorize(np.array([[float(means[bq, bk])]]), (0.0, top), "blues")[0, 0]
         np.testing.assert_allclose(images["weight"][bq, bk], colour, atol=1)
-    zoom = main_data(at)[1]
+    (zoom,) = cells(at)
     assert set(zoom["query_pos"]) == set(range(50, 50 + DEFAULT_WINDOW))
 
 
@@ -273,6 +278,6 @@ def test_bad_input_shows_an_error_and_no_exception():
     at = open_page(CAT)
     at.text_area(key="in_text").set_value('["unclosed').run()
     assert not at.exception
-    assert at.error and not at.get("vega_lite_chart")
+    assert at.error and not at.get("vega_lite_chart") and not figures(at)
     at = open_page(CAT, hm_view="nonsense", hm_q="-4", hm_win="abc")
-    assert not at.exception and len(datasets(at)) == 1        # bad view params: defaults
+    assert not at.exception and len(cells(at)) == 1          # bad view params: defaults

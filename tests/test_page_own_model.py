@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention import headstats, models, outcomes
 from attention.spec import AttentionSpec
-from tests.apptest import chart_frames, open_page
+from tests.apptest import TIP, chart_frames, comparison_cells, open_page
 from tests.tiny_models import build
 
 TEXT = "the cat sat on the mat"
@@ -93,12 +93,12 @@ def test_model_typed_in_the_sidebar_shows_its_own_weights(tiny):
     for key in [(1, 2, 3, 1), (0, 0, 0, 0), (1, 3, 5, 6)]:
         assert cell[key] == pytest.approx(own[key].item(), abs=1e-5)
     # the comparison: the chosen head, a lower triangle, unscaled as recomputed with scale 1
-    comp = [f for f in chart_frames(at) if {"weight", "unscaled_weight"} <= set(f)][0]
+    comp = comparison_cells(at)[0]
     assert len(comp) == n * (n + 1) // 2 and (comp["key_pos"] <= comp["query_pos"]).all()
-    torch.testing.assert_close(matrix(comp, "weight", n), own[1, 2].double(), atol=1e-5, rtol=0)
+    torch.testing.assert_close(matrix(comp, "weight", n), own[1, 2].double(), atol=TIP, rtol=0)
     unscaled = loaded.run(TEXT).recompute(scaled=False).weights[1, 2]
     torch.testing.assert_close(matrix(comp, "unscaled_weight", n), unscaled.double(),
-                               atol=1e-5, rtol=0)
+                               atol=TIP, rtol=0)
     # Clark's table and the sinks table on the same weights
     table = at.dataframe[0].value
     assert len(table) == 8
@@ -116,10 +116,9 @@ def test_heatmap_and_scores_show_the_chosen_layer(tiny, page):
         return
     model, loaded = eager(folder)
     own = torch.stack(eager_out(model, loaded).attentions)[:, 0]
-    frame = [f for f in chart_frames(at) if {"weight", "unscaled_weight"} <= set(f)][0]
-    frame = frame[frame["head"] == 3]
+    frame = comparison_cells(at)[0]                          # head 3's (hm_head=3)
     torch.testing.assert_close(matrix(frame, "weight", own.shape[-1]), own[1, 3].double(),
-                               atol=1e-5, rtol=0)
+                               atol=TIP, rtol=0)
 
 
 def test_hide_sinks_renormalises_the_heatmap(tiny):
@@ -129,9 +128,8 @@ def test_hide_sinks_renormalises_the_heatmap(tiny):
     assert at.query_params["hide_sinks"] == "1"
     run = models.load_model(str(folder)).run(TEXT)
     expected = headstats.without_sinks(run.weights[1, 0], run.sinks)
-    frame = [f for f in chart_frames(at) if {"weight", "unscaled_weight"} <= set(f)][0]
-    got = matrix(frame[frame["head"] == 0], "weight", run.n)
-    torch.testing.assert_close(got, expected.double(), atol=1e-5, rtol=0)
+    got = matrix(comparison_cells(at)[0], "weight", run.n)  # head 0's
+    torch.testing.assert_close(got, expected.double(), atol=TIP, rtol=0)
     assert float(got[:, run.sinks].abs().max()) == 0.0
 
 

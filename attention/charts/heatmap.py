@@ -194,15 +194,27 @@ def _numbers(base: alt.Chart, value: str, step: float) -> alt.Chart:
                                                          "value": "white"}))
 
 
+def number_labels(values: np.ndarray) -> list[str]:
+    """Each value with 2 decimals and no leading zero (".37", "-.05", "1.00"): what a cell
+    prints."""
+    return [f"{x:.2f}".replace("0.", ".", 1) if abs(x) < 1 else f"{x:.2f}"
+            for x in np.asarray(values, dtype=np.float64).ravel()]
+
+
+def on_dark(values: np.ndarray, value: str, domain: tuple[float, float]) -> np.ndarray:
+    """Whether a cell's colour is dark enough for white text: past 55% of the weight scale,
+    60% of either half of the difference scale."""
+    values = np.asarray(values, dtype=np.float64)
+    if value == "difference":
+        return np.abs(values) > domain[1] * 0.6
+    return values > domain[1] * 0.55
+
+
 def cell_labels(frame: pd.DataFrame, domains: dict[str, tuple[float, float]]) -> pd.DataFrame:
-    """frame plus `label_<value>` columns: each value with 2 decimals and no leading zero
-    (".37", "-.05", "1.00"), made here rather than by a Vega expression per cell; and
-    `dark_<value>`: the cell's colour is dark enough for white text (past 55% of the weight
-    scale, 60% of either half of the difference scale)."""
-    labels = {f"label_{v}": [f"{x:.2f}".replace("0.", ".", 1) if abs(x) < 1 else f"{x:.2f}"
-                             for x in frame[v].to_numpy()] for v in VALUES}
-    dark = {f"dark_{v}": (frame[v].abs() > domains[v][1] * 0.6) if v == "difference"
-            else frame[v] > domains[v][1] * 0.55 for v in VALUES}
+    """frame plus `label_<value>` columns (`number_labels`), made here rather than by a Vega
+    expression per cell, and `dark_<value>` (`on_dark`)."""
+    labels = {f"label_{v}": number_labels(frame[v].to_numpy()) for v in VALUES}
+    dark = {f"dark_{v}": on_dark(frame[v].to_numpy(), v, domains[v]) for v in VALUES}
     return frame.assign(**labels, **dark)
 
 

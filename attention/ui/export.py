@@ -21,17 +21,20 @@ def csv_button(frame: pd.DataFrame | Callable[[], pd.DataFrame], file_name: str,
                        icon=":material/table:", key=key or f"csv_{file_name}", on_click="ignore")
 
 
-def chart_buttons(chart: alt.TopLevelMixin | Figure, file_name: str, table=None,
-                  csv_key: str | None = None) -> None:
-    """PNG and SVG of exactly the chart on screen, side by side; with a table (or a function
-    that makes it), its CSV first, in the same row."""
-    row = st.container(horizontal=True)  # st.columns accepts no width="content" in 1.67
+def chart_buttons(chart: alt.TopLevelMixin | Figure | Callable[[], alt.TopLevelMixin | Figure],
+                  file_name: str, table=None, csv_key: str | None = None) -> None:
+    """A Download menu under a chart: PNG and SVG of it (`chart`, or a function that makes
+    it on a click: the Vega drawing of a canvas figure), and with a table (or a function that
+    makes it) its CSV first. A closed menu's buttons are not drawn: a rerun that redraws the
+    chart redraws one button, not three (README, "Performance")."""
+    make = chart if callable(chart) else (lambda: chart)
+    row = st.popover(t("export.download"), icon=":material/download:")
     if table is not None:
         with row:
             csv_button(table, file_name, key=csv_key)
-    row.download_button(t("export.png"), data=lambda: export.chart_png(chart),
+    row.download_button(t("export.png"), data=lambda: export.chart_png(make()),
                          file_name=f"{file_name}.png", mime="image/png", icon=":material/image:",
                          key=f"png_{file_name}", on_click="ignore")
-    row.download_button(t("export.svg"), data=lambda: export.chart_svg(chart),
+    row.download_button(t("export.svg"), data=lambda: export.chart_svg(make()),
                           file_name=f"{file_name}.svg", mime="image/svg+xml",
                           icon=":material/draw:", key=f"svg_{file_name}", on_click="ignore")

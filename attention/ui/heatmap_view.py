@@ -21,9 +21,11 @@ import streamlit as st
 from .. import frames
 from ..analysis import Analysis
 from ..charts import heatmap as charts
+from ..charts.canvas import cells_figure, overview_figure
 from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window, window_from_brush
 from ..spec import AttentionSpec
 from . import cache
+from .canvas import brush, figure_view
 from .chart import show
 from .explain import explanation
 from .export import chart_buttons
@@ -116,29 +118,30 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     overview_slot, zoom_title = st.container(), st.empty()
     queries, keys = _zoom_controls(n, key_prefix)          # below the overview it outlines
     box = (queries.start, queries.stop, keys.start, keys.stop)
-    chart = charts.overview_chart(_images(analysis, (head,), OVERVIEW_BLOCKS, how, shared),
-                                  charts.block_axes(blocks, how), lang(), box=box, shared=shared)
+    images, axes = _images(analysis, (head,), OVERVIEW_BLOCKS, how, shared), charts.block_axes(blocks, how)
     with overview_slot:
         chart_key = f"{key_prefix}_overview"
-        show(chart, key=chart_key, selection_mode=list(charts.BRUSHES),
-             on_select=partial(_zoom_to_brush, chart_key, key_prefix, n))
-        chart_buttons(chart, f"{key_prefix}_overview_head{head}_{how}",  # CSV: on a click
-                      lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),
+        figure_view(overview_figure(images, axes, lang(), box=box, shared=shared), key=chart_key,
+                    on_brush=partial(_zoom_to_brush, chart_key, key_prefix, n))
+        chart_buttons(lambda: charts.overview_chart(images, axes, lang(), box=box, shared=shared),
+                      f"{key_prefix}_overview_head{head}_{how}",
+                      lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),  # CSV: on a click
                       csv_key=f"{key_prefix}_csv_overview")
     zoom_title.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
                            k0=keys.start, k1=keys.stop - 1))
-    _draw_cells(analysis, head, queries, keys, key_prefix, shared, canvas=True)
+    _draw_cells(analysis, head, queries, keys, key_prefix, shared)
 
 
 def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
-                key_prefix: str, shared: bool, canvas: bool | None = None) -> None:
+                key_prefix: str, shared: bool) -> None:
+    """Every cell of a window of one head, on the canvas; its PNG/SVG drawn by Vega on a click."""
     frame = frames.cells(analysis, heads=[head], queries=queries, keys=keys)
     axes = charts.cell_axes(analysis.tokens, queries, keys)
-    chart = charts.comparison_chart(frame, axes, lang(), shared=shared, canvas=canvas)
-    show(chart)
+    figure_view(cells_figure(frame, axes, lang(), shared=shared), key=f"{key_prefix}_cells")
     name = (f"{key_prefix}_attention_head{head}_q{queries.start}-{queries.stop - 1}"
             f"_k{keys.start}-{keys.stop - 1}")
-    chart_buttons(chart, name, frame, csv_key=f"{key_prefix}_csv_cells")
+    chart_buttons(lambda: charts.comparison_chart(frame, axes, lang(), shared=shared), name, frame,
+                  csv_key=f"{key_prefix}_csv_cells")
 
 
 def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
@@ -162,16 +165,14 @@ def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
 
 
 def _zoom_to_brush(chart_key: str, key_prefix: str, n: int) -> None:
-    """on_select of the overview: a box dragged on it becomes the zoom window (size, first
+    """on_brush of the overview: a box dragged on it becomes the zoom window (size, first
     query, first key), set before the zoom controls are drawn on the rerun."""
-    selection = st.session_state[chart_key]["selection"]
-    for box in selection.values():
-        if box and "query_start" in box and "key_start" in box:
-            size, queries, keys = window_from_brush(n, box["query_start"], box["key_start"], WINDOWS)
-            st.session_state[f"view_{key_prefix}_win"] = size
-            st.session_state[f"view_{key_prefix}_q"] = queries.start
-            st.session_state[f"view_{key_prefix}_k"] = keys.start
-            return
+    box = brush(chart_key)
+    if isinstance(box, dict) and "query_start" in box and "key_start" in box:
+        size, queries, keys = window_from_brush(n, box["query_start"], box["key_start"], WINDOWS)
+        st.session_state[f"view_{key_prefix}_win"] = size
+        st.session_state[f"view_{key_prefix}_q"] = queries.start
+        st.session_state[f"view_{key_prefix}_k"] = keys.start
 
 
 def _pool_picker(key_prefix: str) -> str:

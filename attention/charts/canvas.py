@@ -1,0 +1,158 @@
+"""What the page's canvas heatmap (attention/ui/canvas.py) draws: a figure as plain data.
+
+The scaled | unscaled | difference comparison is the chart a click redraws most, and a Vega
+view per chart cost the browser more than the rest of the click together (README,
+"Performance"). So it is drawn by a small component of our own: each panel is one image, one
+pixel a cell (a zoom window, or every cell of a short input) or a pooled block (an
+overview), coloured here by charts.colors exactly as the Vega charts (and the PNG/SVG
+exports, which stay Vega) colour them. The browser only scales the images, writes the
+labels and numbers it is given and answers the pointer: tooltips, and on an overview a box
+to drag (a new zoom window) and the current window outlined.
+
+    figure = cells_figure(frame, axes, "en", shared=True)   # frames.cells rows of one head
+    figure = overview_figure(images, axes, "en", box=(q0, q1, k0, k1))
+
+A figure is a dict of JSON values (no NaN: a masked cell is None). Its "layout" names what
+the browser builds elements for (kind, axes, labels, titles): a click that changes only
+numbers (another head, the same window) keeps every element and repaints the canvases.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import colors
+from .heatmap import (DIFF_SCHEME, LABEL_CHARS, NUMBERS_MAX, PANEL, VALUES, WEIGHT_SCHEME,
+                      BlockAxes, CellAxes, _t, color_domain, number_labels, on_dark)
+
+TIP_DIGITS = {"raw_score": 3, "scaled_score": 3, "weight": 4, "unscaled_weight": 4,
+              "difference": 4}     # decimals a tooltip shows (the Vega tooltips' formats)
+
+
+def _scheme(value: str) -> str:
+    return DIFF_SCHEME if value == "difference" else WEIGHT_SCHEME
+
+
+def _clip(token: str) -> str:
+    return token if len(token) <= LABEL_CHARS else token[: LABEL_CHARS - 1] + "…"
+
+
+def _json_values(matrix: np.ndarray, digits: int) -> list:
+    """A matrix as nested lists of rounded floats, None where it is NaN (JSON has no NaN)."""
+    rounded = np.round(np.asarray(matrix, dtype=np.float64), digits)
+    return [[None if math.isnan(x) else x for x in row] for row in rounded.tolist()]
+
+
+def nice_ticks(lo: float, hi: float, count: int) -> list[float]:
+    """About `count` round values in [lo, hi] (steps of 1, 2 or 5 x 10^k, as d3's ticks)."""
+    if not hi > lo:
+        return [lo]
+    raw = (hi - lo) / max(1, count)
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.ceil(lo / step - 1e-9)
+    ticks = [round(k * step, 12) for k in range(first, math.floor(hi / step + 1e-9) + 1)]
+    return [0.0 if t == 0 else t for t in ticks]     # no "-0"
+
+
+def _tick_label(value: float, step: float) -> str:
+    decimals = max(0, -math.floor(math.log10(step))) if step > 0 else 2
+    return f"{value:.{decimals}f}"
+
+
+def legend(value: str, domain: tuple[float, float], title: str, count: int = 4) -> dict:
+    """A colour bar: the scheme's colours (evenly spaced, interpolated in RGB: CSS's linear
+    gradient does exactly what Vega's scale does), its domain and round ticks on it."""
+    lo, hi = domain
+    ticks = nice_ticks(lo, hi, count)
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else (hi - lo or 1.0)
+    run = colors.SCHEMES[_scheme(value)]
+    return {"title": title, "colors": ["#" + run[i:i + 6] for i in range(0, len(run), 6)],
+            "ticks": [[(t - lo) / ((hi - lo) or 1.0), _tick_label(t, step)] for t in ticks]}
+
+
+def _legend_title(value: str, shared: bool) -> str:
+    return "legend_shared" if shared and value == "unscaled_weight" else f"legend_{value}"
+
+
+def _layout_key(parts: dict) -> str:
+    return hashlib.sha1(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def grids(frame: pd.DataFrame, axes: CellAxes, columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """frames.cells rows of one head -> {column: (queries, keys) matrix}, NaN where no row
+    is (a masked cell)."""
+    rows = frame["query_pos"].to_numpy() - axes.queries.start                  # (cells,)
+    cols = frame["key_pos"].to_numpy() - axes.keys.start
+    out = {}
+    for column in columns:
+        grid = np.full((len(axes.queries), len(axes.keys)), np.nan)            # (q, k)
+        grid[rows, cols] = frame[column].to_numpy(dtype=np.float64)
+        out[column] = grid
+    return out
+
+
+def cells_figure(frame: pd.DataFrame, axes: CellAxes, lang: str = "en", *,
+                 shared: bool = True) -> dict:
+    """Scaled | unscaled | difference of one head, cell by cell (frame: frames.cells rows of
+    that head, inside `axes`): one pixel a cell, the tokens on the axes, the weights printed
+    in the cells up to NUMBERS_MAX a side, every number of a cell in its tooltip."""
+    tips = grids(frame, axes, list(TIP_DIGITS))
+    small = axes.side <= NUMBERS_MAX
+    panels = []
+    for value in VALUES:
+        domain = color_domain(frame, value, shared)
+        grid = tips[value]                                                      # (q, k)
+        panel = {"title": _t(lang, f"panel_{value}"),
+                 "image": colors.png_data_url(colors.colorize(grid, domain, _scheme(value))),
+                 "legend": None if shared and value == "weight"
+                 else legend(value, domain, _t(lang, _legend_title(value, shared)))}
+        if small:
+            printed = np.array(number_labels(grid), dtype=object).reshape(grid.shape)
+            printed[np.isnan(grid)] = ""                                        # masked: blank
+            panel["numbers"] = printed.tolist()
+            panel["dark"] = on_dark(grid, value, domain).tolist()
+        panels.append(panel)
+    axis = {
+        "x": {"title": _t(lang, "axis_key"), "labels": [_clip(t) for t in axes.key_tokens]},
+        "y": {"title": _t(lang, "axis_query"), "labels": [_clip(t) for t in axes.query_tokens]},
+    }
+    tip = {"titles": {name: _t(lang, f"tip_{name}") for name in
+                      ("query_token", "query_pos", "key_token", "key_pos", *TIP_DIGITS)},
+           "query_tokens": list(axes.query_tokens), "key_tokens": list(axes.key_tokens),
+           "q0": axes.queries.start, "k0": axes.keys.start,
+           "digits": TIP_DIGITS,
+           "values": {name: _json_values(tips[name], digits) for name, digits in TIP_DIGITS.items()}}
+    layout = {"kind": "cells", "rows": len(axes.queries), "cols": len(axes.keys), **axis,
+              "titles": [p["title"] for p in panels], "legends": [p["legend"] is not None
+                                                                 for p in panels]}
+    return {"layout": _layout_key(layout), **layout, "panel": PANEL, "panels": panels,
+            "tip": tip, "box": None, "brush": False}
+
+
+def overview_figure(images: dict[str, dict], axes: BlockAxes, lang: str = "en", *,
+                    box: tuple[int, int, int, int] | None = None, shared: bool = True,
+                    head: int = 0) -> dict:
+    """Scaled | unscaled | difference of one head as pooled images (charts.heatmap.
+    pooled_images; `head`: which of its heads) over positions 0..n, the zoom window
+    (query_start, query_stop, key_start, key_stop) outlined, a box dragged on a panel sent
+    back as the brush {"query_start": [a, b], "key_start": [c, d]} in positions."""
+    panels = [{"title": _t(lang, f"panel_{value}"), "image": images[value]["urls"][head],
+               "legend": None if shared and value == "weight"
+               else legend(value, images[value]["domain"], _t(lang, _legend_title(value, shared)))}
+              for value in VALUES]
+    ticks = [int(t) for t in nice_ticks(0, axes.n, 8)]
+    axis = {"x": {"title": _t(lang, "axis_key_position"), "ticks": ticks},
+            "y": {"title": _t(lang, "axis_query_position"), "ticks": ticks}}
+    tip = {"titles": {"query_pos": _t(lang, "tip_query_pos"), "key_pos": _t(lang, "tip_key_pos")},
+           "size": axes.size}
+    layout = {"kind": "blocks", "n": axes.n, "rows": axes.side, "cols": axes.side, **axis,
+              "titles": [p["title"] for p in panels],
+              "legends": [p["legend"] is not None for p in panels]}
+    return {"layout": _layout_key(layout), **layout, "panel": PANEL, "panels": panels,
+            "tip": tip, "box": list(box) if box is not None else None, "brush": True}

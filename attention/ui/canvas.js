@@ -1,0 +1,245 @@
+// The canvas heatmap: a figure from attention/charts/canvas.py drawn as panels side by side.
+// Each panel is a canvas showing one image (a pixel a cell or a block) scaled up without
+// smoothing, with the numbers it is given printed on it; axis labels, titles, legends and the
+// tooltip are DOM text set through textContent only (a token is never markup). A figure with
+// the same `layout` as the last one keeps every element: only the canvases are repainted.
+// While images decode, the root carries data-pending (tests and benches wait on it).
+
+const roots = new WeakMap();     // parentElement -> {root, layout, version, panels, tip}
+const images = new Map();        // data URL -> decoded HTMLImageElement (a few recent ones)
+const KEPT_IMAGES = 24;
+
+function el(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function decoded(url) {
+  if (images.has(url)) return Promise.resolve(images.get(url));
+  const img = new Image();
+  img.src = url;
+  return img.decode().then(() => {
+    images.set(url, img);
+    if (images.size > KEPT_IMAGES) images.delete(images.keys().next().value);
+    return img;
+  });
+}
+
+function fontSize(step) { return Math.max(7, Math.min(12, step * 0.6)); }
+
+// Labels along one side of a panel: token labels centred on their cells (every k-th when
+// they would overlap), or position ticks over 0..n (the end ones inside the panel). All sit
+// in one grid cell, so the box is as wide (or tall) as its longest label.
+function axisLabels(axis, count, n, side, vertical) {
+  const box = el("div", vertical ? "ae-ylabels" : "ae-xlabels");
+  box.style[vertical ? "height" : "width"] = `${side}px`;   // labels past an end overflow
+  const place = (label, at, shift) => {
+    label.style[vertical ? "marginTop" : "marginLeft"] = `${at}px`;
+    label.style.setProperty("--shift", shift);
+    box.appendChild(label);
+  };
+  if (axis.labels) {
+    const step = side / count, size = fontSize(step);
+    const stride = Math.max(1, Math.ceil((size * 1.15) / step));
+    axis.labels.forEach((text, i) => {
+      if (i % stride) return;
+      const label = el("span", "ae-label", text);
+      label.style.fontSize = `${size}px`;
+      place(label, (i + 0.5) * step, "-50%");
+    });
+  } else {
+    axis.ticks.forEach((value, i) => {
+      const last = i === axis.ticks.length - 1 && value === n;
+      place(el("span", "ae-label ae-tick", String(value)), (value / n) * side,
+            value === 0 ? "0%" : last ? "-100%" : "-50%");
+    });
+  }
+  return box;
+}
+
+function legendBar(spec, side) {
+  const box = el("div", "ae-legend");
+  box.appendChild(el("span", "ae-legend-title", spec.title));
+  const bar = el("div", "ae-legend-bar");
+  bar.style.width = `${side * 0.6}px`;
+  bar.style.background = `linear-gradient(to right, ${spec.colors.join(", ")})`;
+  const ticks = el("div", "ae-legend-ticks");
+  for (const [at, text] of spec.ticks) {
+    const tick = el("span", "ae-label", text);
+    tick.style.left = `${at * 100}%`;
+    ticks.appendChild(tick);
+  }
+  const scale = el("div", "ae-legend-scale");
+  scale.append(bar, ticks);
+  box.appendChild(scale);
+  return box;
+}
+
+// Build the panels' elements for a layout.
+function build(state, data) {
+  const { root } = state;
+  root.replaceChildren();
+  const side = data.panel, ratio = window.devicePixelRatio || 1;
+  state.panels = data.panels.map((panel, i) => {
+    const box = el("div", "ae-panel");
+    box.appendChild(el("div", "ae-title", panel.title));
+    if (i === 0) {
+      box.appendChild(el("div", "ae-ytitle", data.y.title));
+      box.appendChild(axisLabels(data.y, data.rows, data.n, side, true));
+    }
+    const plot = el("div", "ae-plot");
+    const canvas = el("canvas");
+    canvas.width = canvas.height = Math.round(side * ratio);
+    canvas.style.width = canvas.style.height = `${side}px`;
+    canvas.setAttribute("role", "img");
+    canvas.setAttribute("aria-label", panel.title);
+    const brush = el("div", "ae-brush");
+    plot.append(canvas, brush);
+    const legendSlot = el("div", "ae-legend-slot");
+    box.append(plot, axisLabels(data.x, data.cols, data.n, side, false),
+               el("div", "ae-xtitle", data.x.title), legendSlot);
+    root.appendChild(box);
+    listen(state, canvas, brush, i);
+    return { canvas, legendSlot };
+  });
+  state.tip = el("div", "ae-tooltip");
+  state.tip.setAttribute("role", "tooltip");
+  root.appendChild(state.tip);
+}
+
+// The cell (or block) under the pointer, in the figure's rows and columns.
+function cellAt(state, canvas, event) {
+  const r = canvas.getBoundingClientRect();
+  const x = (event.clientX - r.left) / r.width, y = (event.clientY - r.top) / r.height;
+  if (x < 0 || y < 0 || x >= 1 || y >= 1) return null;
+  return { x, y, row: Math.floor(y * state.data.rows), col: Math.floor(x * state.data.cols) };
+}
+
+function tipLines(data, at) {
+  const tip = data.tip, t = tip.titles;
+  if (data.kind === "blocks") {
+    const span = (i) => {
+      const a = i * tip.size, b = Math.min(data.n, a + tip.size) - 1;
+      return a === b ? `${a}` : `${a}–${b}`;
+    };
+    return [[t.query_pos, span(at.row)], [t.key_pos, span(at.col)]];
+  }
+  const weight = tip.values.weight[at.row][at.col];
+  if (weight === null) return null;                               // masked: nothing there
+  const lines = [[t.query_token, tip.query_tokens[at.row]], [t.query_pos, tip.q0 + at.row],
+                 [t.key_token, tip.key_tokens[at.col]], [t.key_pos, tip.k0 + at.col]];
+  for (const [name, digits] of Object.entries(tip.digits))
+    lines.push([t[name], tip.values[name][at.row][at.col].toFixed(digits)]);
+  return lines;
+}
+
+function showTip(state, event, lines) {
+  const tip = state.tip;
+  if (!lines) { tip.style.display = "none"; return; }
+  tip.replaceChildren(...lines.map(([key, value]) => {
+    const line = el("div", "ae-tip-line");
+    line.append(el("span", "ae-tip-key", key), el("span", "ae-tip-value", String(value)));
+    return line;
+  }));
+  tip.style.display = "block";
+  const room = window.innerWidth - event.clientX;
+  tip.style.left = `${event.clientX + (room < 260 ? -250 : 14)}px`;
+  tip.style.top = `${event.clientY + 14}px`;
+}
+
+// Pointer handlers of one panel: the tooltip, and on an overview a box to drag.
+function listen(state, canvas, brush, index) {
+  let start = null;
+  canvas.addEventListener("pointermove", (event) => {
+    const at = cellAt(state, canvas, event);
+    if (start) {
+      const r = canvas.getBoundingClientRect();
+      const x = Math.min(Math.max(event.clientX - r.left, 0), r.width);
+      const y = Math.min(Math.max(event.clientY - r.top, 0), r.height);
+      Object.assign(brush.style, {
+        display: "block", left: `${Math.min(x, start.x)}px`, top: `${Math.min(y, start.y)}px`,
+        width: `${Math.abs(x - start.x)}px`, height: `${Math.abs(y - start.y)}px` });
+      start.end = { x, y, width: r.width, height: r.height };
+    }
+    showTip(state, event, at && tipLines(state.data, at));
+  });
+  canvas.addEventListener("pointerleave", () => { state.tip.style.display = "none"; });
+  canvas.addEventListener("pointerdown", (event) => {
+    if (!state.data.brush) return;
+    const r = canvas.getBoundingClientRect();
+    start = { x: event.clientX - r.left, y: event.clientY - r.top };
+    canvas.setPointerCapture(event.pointerId);
+  });
+  canvas.addEventListener("pointerup", () => {
+    const drag = start;
+    start = null;
+    brush.style.display = "none";
+    if (!drag || !drag.end) return;
+    const { x, y, width, height } = drag.end;
+    if (Math.abs(x - drag.x) < 3 && Math.abs(y - drag.y) < 3) return;   // a click, no box
+    const n = state.data.n;
+    const keys = [drag.x, x].map((v) => (v / width) * n).sort((a, b) => a - b);
+    const queries = [drag.y, y].map((v) => (v / height) * n).sort((a, b) => a - b);
+    state.setTriggerValue("brush", { query_start: queries, key_start: keys, panel: index });
+  });
+}
+
+function paint(state, panel, image, index) {
+  const data = state.data, canvas = state.panels[index].canvas;
+  const ctx = canvas.getContext("2d"), s = canvas.width / data.panel;
+  ctx.setTransform(s, 0, 0, s, 0, 0);
+  ctx.clearRect(0, 0, data.panel, data.panel);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(image, 0, 0, data.panel, data.panel);
+  const sx = data.panel / data.cols, sy = data.panel / data.rows;
+  if (panel.numbers) {
+    state.font = state.font || getComputedStyle(state.root).fontFamily;   // one style read
+    ctx.font = `${Math.min(10, sx * 0.55)}px ${state.font}`;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    panel.numbers.forEach((row, i) => row.forEach((text, j) => {
+      if (!text) return;
+      ctx.fillStyle = panel.dark[i][j] ? "#ffffff" : "#1f2430";
+      ctx.fillText(text, (j + 0.5) * sx, (i + 0.5) * sy);
+    }));
+  }
+  if (data.box) {
+    const [q0, q1, k0, k1] = data.box, unit = data.panel / data.n;
+    ctx.strokeStyle = "#e4572e";
+    ctx.lineWidth = 2;
+    ctx.strokeRect(k0 * unit, q0 * unit, Math.max(2, (k1 - k0) * unit), Math.max(2, (q1 - q0) * unit));
+  }
+  const slot = state.panels[index].legendSlot, legend = JSON.stringify(panel.legend);
+  if (slot.dataset.legend !== legend) {          // another head often has the same ticks
+    slot.replaceChildren(...(panel.legend ? [legendBar(panel.legend, data.panel)] : []));
+    slot.dataset.legend = legend;
+  }
+}
+
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  let state = roots.get(parentElement);
+  if (!state) {
+    const root = el("div", "ae-heatmap");
+    parentElement.appendChild(root);
+    state = { root, layout: null, version: 0 };
+    roots.set(parentElement, state);
+  }
+  state.data = data;
+  state.setTriggerValue = setTriggerValue;
+  state.root.toggleAttribute("data-brush", !!data.brush);
+  const version = ++state.version;
+  state.root.dataset.pending = "1";
+  if (state.layout !== data.layout) {
+    build(state, data);
+    state.layout = data.layout;
+  }
+  Promise.all(data.panels.map((panel) => decoded(panel.image))).then((decodedImages) => {
+    if (version !== state.version) return;                 // a newer figure came meanwhile
+    data.panels.forEach((panel, i) => paint(state, panel, decodedImages[i], i));
+    state.root.dataset.drawn = String(version);
+    delete state.root.dataset.pending;
+  }).catch(() => { if (version === state.version) delete state.root.dataset.pending; });
+}

@@ -1,0 +1,155 @@
+"""The canvas heatmap's figures (attention/charts/canvas.py): what the browser draws is the
+analysis' numbers, coloured as charts.colors colours them, with the tokens as labels."""
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attention import frames
+from attention.analysis import analyze
+from attention.charts import heatmap
+from attention.charts.canvas import cells_figure, nice_ticks, overview_figure
+from attention.charts.colors import SCHEMES, colorize
+from attention.charts.heatmap import NUMBERS_MAX
+from attention.pooling import blocks_for, pooled_matrices
+from attention.spec import AttentionSpec
+from attention.ui.canvas import parse_brush
+from tests.apptest import TIP, figure_cells, figure_images
+
+CAT = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), heads=2, d_k=8,
+                    d_model=16, seed=4)
+
+
+def figure_for(spec: AttentionSpec, head: int, queries: range, keys: range, shared=True):
+    a = analyze(spec)
+    frame = frames.cells(a, heads=[head], queries=queries, keys=keys)
+    return a, cells_figure(frame, heatmap.cell_axes(a.tokens, queries, keys), "en", shared=shared)
+
+
+def test_cells_are_the_heads_weights_coloured_on_one_shared_scale():
+    a, figure = figure_for(CAT, 1, range(6), range(6))
+    w, u = a.scaled.weights[1].double(), a.unscaled.weights[1].double()   # (6, 6)
+    images = figure_images(figure)
+    top = max(float(w.max()), float(u.max()))                              # one scale for both
+    np.testing.assert_allclose(images["weight"], colorize(w.numpy(), (0, top), "blues"), atol=1)
+    np.testing.assert_allclose(images["unscaled_weight"], colorize(u.numpy(), (0, top), "blues"),
+                               atol=1)
+    m = float((w - u).abs().max())                                         # centred on 0
+    np.testing.assert_allclose(images["difference"],
+                               colorize((w - u).numpy(), (-m, m), "redblue"), atol=1)
+    cells = figure_cells(figure).sort_values(["query_pos", "key_pos"])
+    torch.testing.assert_close(torch.tensor(cells["weight"].to_numpy()).view(6, 6), w,
+                               atol=TIP, rtol=0)
+    raw = a.q[1].double() @ a.k[1].double().T                               # q.k, by hand
+    torch.testing.assert_close(torch.tensor(cells["raw_score"].to_numpy()).view(6, 6), raw,
+                               atol=5e-4 + 1e-6, rtol=0)
+    scaled = raw / math.sqrt(CAT.d_k) / CAT.temperature
+    torch.testing.assert_close(torch.tensor(cells["scaled_score"].to_numpy()).view(6, 6), scaled,
+                               atol=5e-4 + 1e-6, rtol=0)
+    assert figure["y"]["labels"] == list(CAT.tokens) == figure["x"]["labels"]
+    assert figure["tip"]["query_tokens"] == list(CAT.tokens)
+
+
+def test_own_scales_give_each_weight_panel_its_own_legend():
+    a, figure = figure_for(CAT, 0, range(6), range(6), shared=False)
+    u = a.unscaled.weights[0].double()
+    np.testing.assert_allclose(figure_images(figure)["unscaled_weight"],
+                               colorize(u.numpy(), (0, float(u.max())), "blues"), atol=1)
+    assert [p["legend"] is not None for p in figure["panels"]] == [True, True, True]
+    _, shared = figure_for(CAT, 0, range(6), range(6))
+    assert [p["legend"] is not None for p in shared["panels"]] == [False, True, True]
+    assert shared["panels"][1]["legend"]["title"] == "Weight (both panels)"
+
+
+def test_printed_numbers_and_their_ink_follow_the_cells():
+    a, figure = figure_for(CAT, 0, range(6), range(6))
+    w = a.scaled.weights[0].double()
+    numbers = figure["panels"][0]["numbers"]
+    for q, k in [(0, 0), (2, 5), (5, 1)]:
+        x = float(w[q, k])
+        assert float(numbers[q][k]) == pytest.approx(x, abs=0.005)        # ".37" parses
+        assert not numbers[q][k].startswith("0")
+    top = max(float(w.max()), float(a.unscaled.weights[0].max()))
+    assert figure["panels"][0]["dark"] == (w > 0.55 * top).tolist()
+    long = AttentionSpec(tokens=tuple(f"t{i}" for i in range(NUMBERS_MAX + 1)), heads=1)
+    _, big = figure_for(long, 0, range(long.n), range(long.n))
+    assert all("numbers" not in p for p in big["panels"])                 # too small to read
+
+
+def test_a_causal_window_leaves_masked_cells_blank_and_the_json_strict():
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(40)), heads=1, causal=True)
+    _, figure = figure_for(spec, 0, range(10, 26), range(18, 34))
+    json.dumps(figure, allow_nan=False)                      # the browser's JSON.parse takes it
+    allowed = np.array([[18 + j <= 10 + i for j in range(16)] for i in range(16)])
+    for image in figure_images(figure).values():
+        assert ((image[..., 3] == 255) == allowed).all()      # masked cells transparent
+    tips = figure["tip"]["values"]["weight"]
+    assert all((tips[i][j] is None) == (not allowed[i, j]) for i in range(16) for j in range(16))
+    assert all(figure["panels"][0]["numbers"][i][j] == "" for i in range(16) for j in range(16)
+               if not allowed[i, j])
+
+
+def test_long_tokens_are_clipped_on_the_axes_and_whole_in_the_tooltips():
+    token = "<img src=x onerror=alert(1)>"
+    spec = AttentionSpec(tokens=(token, "b"), heads=1)
+    _, figure = figure_for(spec, 0, range(2), range(2))
+    assert figure["y"]["labels"][0] == token[: heatmap.LABEL_CHARS - 1] + "…"
+    assert figure["tip"]["query_tokens"][0] == token                       # text, as it is
+
+
+def test_same_window_shape_is_the_same_layout_another_is_not():
+    _, a = figure_for(CAT, 0, range(6), range(6))
+    _, b = figure_for(CAT, 1, range(6), range(6))
+    assert a["layout"] == b["layout"] and a["panels"] != b["panels"]      # repaint only
+    other = AttentionSpec(tokens=("a", "cat", "sat", "on", "the", "mat"), heads=2, d_k=8)
+    _, c = figure_for(other, 0, range(6), range(6))
+    assert c["layout"] != a["layout"]                                      # new labels: rebuild
+
+
+def test_overview_is_the_pooled_images_with_the_window_outlined():
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(600)), heads=2)
+    a = analyze(spec)
+    blocks = blocks_for(a.n, 256)
+    pooled, _ = pooled_matrices(a, [1], 256, "max")
+    images = heatmap.pooled_images({v: m.numpy() for v, m in pooled.items()})
+    figure = overview_figure(images, heatmap.block_axes(blocks, "max"), "en", box=(40, 56, 8, 24))
+    assert [p["image"] for p in figure["panels"]] == [images[v]["urls"][0] for v in heatmap.VALUES]
+    assert figure["box"] == [40, 56, 8, 24] and figure["brush"] and figure["n"] == 600
+    assert figure["rows"] == figure["cols"] == blocks.count
+    assert figure["x"]["ticks"] == [0, 100, 200, 300, 400, 500, 600]
+
+
+def test_legend_is_the_scheme_with_round_ticks_inside_the_domain():
+    a, figure = figure_for(CAT, 0, range(6), range(6))
+    legend = figure["panels"][2]["legend"]                                   # the difference
+    run = SCHEMES["redblue"]
+    assert legend["colors"] == ["#" + run[i:i + 6] for i in range(0, len(run), 6)]
+    assert all(0 <= at <= 1 for at, _ in legend["ticks"])
+    labels = [float(text) for _, text in legend["ticks"]]
+    assert 0.0 in labels and labels == sorted(labels)
+
+
+@pytest.mark.parametrize("lo, hi, count, expected", [
+    (0, 2048, 8, [0, 500, 1000, 1500, 2000]),
+    (0, 1, 4, [0.0, 0.5, 1.0]),
+    (-0.6, 0.6, 4, [-0.5, 0.0, 0.5]),
+    (0, 0.0066, 4, [0.0, 0.002, 0.004, 0.006]),
+    (3, 3, 4, [3]),
+])
+def test_nice_ticks(lo, hi, count, expected):
+    assert nice_ticks(lo, hi, count) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("box", [None, "x", {"query_start": [1, 2]}, {"query_start": [1, 2, 3],
+                                 "key_start": [1, 2]}, {"query_start": [1, "2"], "key_start": [1, 2]},
+                                 {"query_start": [1, float("nan")], "key_start": [1, 2]},
+                                 {"query_start": [True, 2], "key_start": [1, 2]}])
+def test_a_malformed_brush_from_the_browser_is_ignored(box):
+    assert parse_brush(box) is None
+
+
+def test_a_brush_keeps_its_two_edges():
+    assert parse_brush({"query_start": [600.5, 640], "key_start": [400, 440.2], "panel": 1}) \
+        == {"query_start": [600.5, 640], "key_start": [400, 440.2]}
