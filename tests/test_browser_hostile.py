@@ -1,6 +1,6 @@
 """Hostile tokens in a real browser: an <img onerror> tag, a <script> tag, a javascript:
 Markdown link, Markdown emphasis, LaTeX and a U+2028 line separator stay literal text in the
-sidebar, axis labels, tooltips and page text on every page, and nothing executes (no
+sidebar, axis labels (Vega's and the canvas heatmap's), tooltips and page text on every page, and nothing executes (no
 window.__xss, no dialog, no <img src=x>, no javascript: link, no <strong>bold</strong>).
 
 Each page is opened by a deep link carrying the hostile spec on a freshly started server that
@@ -33,6 +33,7 @@ PAGES = {"Heatmap": "Heatmap", "Score_analysis": "Score analysis", "Model_heads"
          "Is_sharper_better": "Is sharper better?", "": "Input"}
 TRAINING_TIMEOUT = 300_000   # ms: a cold server trains the Is-sharper-better heads first
 CHARTS = '[data-testid="stMain"] [data-testid="stVegaLiteChart"]'
+FIGURES = '[data-testid="stMain"] .ae-heatmap'   # canvas heatmaps (attention/ui/canvas.js)
 SIDEBAR_NUMBERS = '[data-testid="stSidebar"] input[type="number"]'
 
 # Elements that would exist only if user text had become markup.
@@ -113,15 +114,21 @@ def tooltip_of(page, mark, shows: str) -> tuple[str, str]:
 
 
 def check_heatmap(page) -> None:
-    chart = page.locator(CHARTS).first
-    cells = chart.locator("svg .mark-rect.role-mark path")            # query-major, 3 panels
-    expect(cells).to_have_count(3 * SPEC.n * SPEC.n, timeout=UI_TIMEOUT)
-    labels = chart.locator("svg .role-axis-label text")
-    eventually(page, lambda: labels.all_text_contents()[:SPEC.n]      # query axis, in order
-               == [clip(tok) for tok in HOSTILE])
+    figure = page.locator(FIGURES).first
+    expect(figure.locator("canvas")).to_have_count(3, timeout=UI_TIMEOUT)
+    labels = figure.locator(".ae-ylabels .ae-label")                 # query axis, in order
+    eventually(page, lambda: labels.all_text_contents() == [clip(tok) for tok in HOSTILE])
+    canvas = figure.locator("canvas").first
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    tip = figure.locator(".ae-tooltip")
     for pos, token in ((1, LINK), (0, IMG)):                           # diagonal cells
-        text, html = tooltip_of(page, cells.nth(pos * SPEC.n + pos), token)
-        assert text.count(token) == 2                                  # query and key token
+        page.mouse.move(box["x"] + box["width"] * (pos + 0.3) / SPEC.n,
+                        box["y"] + box["height"] * (pos + 0.3) / SPEC.n)
+        expect(tip).to_be_visible(timeout=UI_TIMEOUT)
+        expect(tip).to_contain_text(token, timeout=UI_TIMEOUT)
+        assert tip.inner_text().count(token) == 2                      # query and key token
+    html = tip.inner_html()
     assert "<img" not in html and "&lt;img" in html                   # escaped, not a tag
 
 
@@ -190,7 +197,7 @@ def test_typed_hostile_tokens_stay_text(server, guarded):
     box.fill(tokens_to_text(HOSTILE))
     box.press("Control+Enter")
     wait_for_app(guarded)
-    expect(guarded.locator(CHARTS).first.locator("svg .role-axis-label text").first) \
+    expect(guarded.locator(f"{FIGURES} .ae-ylabels .ae-label").first) \
         .to_have_text(clip(IMG), timeout=UI_TIMEOUT)
     check_heatmap(guarded)
     guarded.wait_for_url(

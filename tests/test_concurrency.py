@@ -1,7 +1,7 @@
 """Many users on one server: 8 browser sessions open at the same moment, each with its own spec
 (tokens, seed, heads, d_k), and each sees its own tokens and numbers: the Input page's metrics
 and token box, the URL's spec, and on the Heatmap page its own axis labels and its own
-attention weights printed in the cells. Specs are chosen so a leak would show: pairs share
+attention weights' colours on the canvas. Specs are chosen so a leak would show: pairs share
 tokens but differ in seed or d_k, so a cache keyed on too little would hand one session the
 other's weights. Meanwhile a thread polls /_stcore/health; every poll must answer 200.
 
@@ -17,9 +17,12 @@ import time
 import urllib.request
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+import numpy as np
 import pytest
+import torch
 
 from attention.analysis import analyze
+from attention.charts.colors import colorize
 from attention.spec import AttentionSpec
 from attention.tokens import tokens_to_text
 from tests.conftest import CHROMIUM_FLAGS
@@ -29,8 +32,21 @@ pytestmark = pytest.mark.browser
 SESSIONS = 8
 TIMEOUT = 180_000   # ms for one page to settle while all 8 sessions compute at once
 APP = '[data-testid="stApp"]'
-CELLS = "svg .mark-rect.role-mark path"      # heatmap cells, query-major, 3 panels
-NUMBERS = "svg .mark-text.role-mark text"    # the weights printed in them (small inputs)
+FIGURE = '[data-testid="stMain"] .ae-heatmap'   # the canvas heatmap (attention/ui/canvas.js)
+# RGBA of every cell of the scaled panel (n x n, query-major), read off-centre (the centre
+# carries the printed weight), once the figure has painted its latest data.
+PIXELS = f"""(n) => {{
+  const root = document.querySelector('{FIGURE}');
+  if (!root || !root.dataset.drawn || root.dataset.pending) return null;
+  const c = root.querySelector('canvas');
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const out = [];
+  for (let r = 0; r < n; r++) for (let k = 0; k < n; k++) {{
+    const x = Math.floor((k + 0.2) / n * c.width), y = Math.floor((r + 0.2) / n * c.height);
+    out.push(Array.from(d.slice(4 * (y * c.width + x), 4 * (y * c.width + x) + 4)));
+  }}
+  return out;
+}}"""
 
 
 def session_spec(i: int) -> AttentionSpec:
@@ -85,28 +101,30 @@ async def one_session(browser, base: str, i: int, start: asyncio.Event) -> dict:
         await page.locator('[data-testid="stSidebar"] a', has_text="Heatmap").click()
         await page.wait_for_url("**/Heatmap?**", timeout=TIMEOUT)
         await settle(page)
-        chart = page.locator('[data-testid="stMain"] [data-testid="stVegaLiteChart"]').first
-        cells = chart.locator(CELLS)
-        await expect(cells).to_have_count(3 * spec.n * spec.n - 3 * _masked(spec),
-                                          timeout=TIMEOUT)
-        labels = chart.locator("svg .role-axis-label text")
-        for j, token in enumerate(spec.tokens):                      # the query axis
-            await expect(labels.nth(j)).to_have_text(token, timeout=TIMEOUT)
-        first_panel = spec.n * spec.n - _masked(spec)                # numbers in panel one
-        await expect(chart.locator(NUMBERS).nth(first_panel - 1)).to_be_attached(timeout=TIMEOUT)
+        labels = page.locator(f"{FIGURE} .ae-ylabels .ae-label")          # the query axis
+        await expect(labels).to_have_text(list(spec.tokens), timeout=TIMEOUT)
+        await page.wait_for_function(f"(n) => ({PIXELS})(n) !== null", arg=spec.n,
+                                     timeout=TIMEOUT)
         heatmap_box = page.locator('[data-testid="stSidebar"] textarea').first
         await expect(heatmap_box).to_have_value(tokens_to_text(spec.tokens), timeout=TIMEOUT)
         seen["labels"] = await labels.all_text_contents()
-        seen["printed"] = await chart.locator(NUMBERS).all_text_contents()
+        seen["pixels"] = await page.evaluate(PIXELS, spec.n)
         seen["heatmap_box"] = await heatmap_box.input_value()
         return seen
     finally:
         await context.close()
 
 
-def _masked(spec: AttentionSpec) -> int:
-    """Cells a causal mask leaves out of each panel."""
-    return spec.n * (spec.n - 1) // 2 if spec.causal else 0
+def expected_colours(spec: AttentionSpec) -> np.ndarray:
+    """(n, n, 4) colours of head 0's scaled panel for this spec: its weights on the scale the
+    scaled and unscaled panels share; masked cells transparent."""
+    a = analyze(spec)
+    w, u = a.scaled.weights[0].double(), a.unscaled.weights[0].double()   # (n, n)
+    allowed = a.mask if spec.causal else torch.ones_like(w, dtype=torch.bool)
+    top = max(float(w[allowed].max()), float(u[allowed].max()))
+    colours = colorize(w.masked_fill(~allowed, float("nan")).numpy(), (0.0, top), "blues")
+    colours[colours[..., 3] == 0] = 0          # a canvas reads a transparent pixel as 0, 0, 0, 0
+    return colours
 
 
 async def all_sessions(base: str) -> list:
@@ -168,10 +186,8 @@ def test_eight_concurrent_sessions_each_see_their_own_view(server, chromium):
         assert seen["heatmap_box"] == tokens_to_text(spec.tokens), (own, "Heatmap page", seen)
         assert AttentionSpec.from_query(seen["url"]) == spec, own
         assert seen["labels"][:spec.n] == list(spec.tokens), own          # query axis
-        weights = analyze(spec).scaled.weights[0]                          # head 0 of its spec
-        shown = weights[analyze(spec).mask] if spec.causal else weights.flatten()  # query-major
-        printed = [float(x) for x in seen["printed"][:shown.numel()]]     # the first panel
-        assert printed == pytest.approx(shown.tolist(), abs=0.005), own
+        np.testing.assert_allclose(np.array(seen["pixels"]).reshape(spec.n, spec.n, 4),
+                                   expected_colours(spec), atol=2, err_msg=own)
 
     # The server answered its health check throughout, and was polled throughout.
     assert len(answers) >= 4, answers
