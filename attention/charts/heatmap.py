@@ -17,6 +17,11 @@ grids are drawn rect by rect):
 Colour: the scaled and unscaled panels share one sequential scale (same explicit domain and
 scheme), the difference panel has a diverging scale centred on 0. No streamlit here; labels
 come from attention/locales/<lang>/heatmap.toml through `translate`.
+
+On the page, the scaled | unscaled | difference comparison and the overview are drawn by the
+canvas component (attention/charts/canvas.py builds them from the same pieces: domains,
+pooled images, number labels); `comparison_chart` and `overview_chart` are their PNG and SVG
+downloads. The all-heads grid and the one-query row are drawn by Vega from here.
 """
 from __future__ import annotations
 
@@ -250,33 +255,30 @@ def _box_layer() -> alt.Chart:
 
 
 def comparison_chart(frame: pd.DataFrame, axes: CellAxes, lang: str = "en", *,
-                     shared: bool = True, canvas: bool | None = None) -> Figure:
+                     shared: bool = True) -> Figure:
     """Scaled | unscaled (one shared colour scale) | difference (diverging, centred on 0).
 
-    frame: frames.cells rows of ONE head; all three panels read the same rows, so the chart
-    carries each cell once. shared=False gives the scaled and unscaled panels each its own
-    scale (and legend). canvas: draw on a canvas (None: for large grids; a zoom window next to
-    an overview asks for it, since an SVG chart's synchronous drawing delays the overview's
-    first paint). Another head or window of the same size is the same layout."""
+    The PNG and SVG downloads of a comparison (the page draws it with attention/charts/
+    canvas.py, in the same colours). frame: frames.cells rows of ONE head; all three panels
+    read the same rows, so the chart carries each cell once. shared=False gives the scaled
+    and unscaled panels each its own scale (and legend)."""
     domains = {v: color_domain(frame, v, shared) for v in VALUES}
     small = axes.side <= NUMBERS_MAX
-    canvas = axes.side > NUMBERS_MAX * 2 if canvas is None else canvas
     data = {"cells": cell_labels(frame, domains) if small else frame,
             "extent": extent_frame(domains)}
-    return Figure(_comparison_layout(axes, lang, shared, canvas), data)
+    return Figure(_comparison_layout(axes, lang, shared), data)
 
 
 @layout
-def _comparison_layout(axes: CellAxes, lang: str, shared: bool, canvas: bool) -> alt.HConcatChart:
+def _comparison_layout(axes: CellAxes, lang: str, shared: bool) -> alt.HConcatChart:
     panels = [
         panel(axes, "weight", lang, legend=not shared, shared=shared),
         panel(axes, "unscaled_weight", lang, show_y=False, shared=shared),
         panel(axes, "difference", lang, show_y=False),
     ]
     independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))
-    renderer = {"usermeta": CANVAS} if canvas else {}
     return alt.hconcat(*panels, data=alt.NamedData(name="cells"), spacing=12,
-                       resolve=independent, config=NO_ARIA, **renderer)
+                       resolve=independent, config=NO_ARIA)
 
 
 def pooled_images(pooled: dict[str, np.ndarray], shared: bool = True,
@@ -309,7 +311,8 @@ def overview_chart(images: dict[str, dict], axes: BlockAxes, lang: str = "en", *
                    shared: bool = True, head: int = 0) -> Figure:
     """Scaled | unscaled | difference of one head, each panel one image (from `pooled_images`;
     `head`: which of its heads) spanning positions 0..n on both axes, with its colour legend
-    and the zoom window (query_start, query_stop, key_start, key_stop) outlined. One image mark
+    and the zoom window (query_start, query_stop, key_start, key_stop) outlined: the PNG and
+    SVG downloads of the overview the page draws with attention/charts/canvas.py. One image mark
     per panel instead of one rect per block: at 256 x 256 blocks the browser draws it in a
     fraction of the time 40 x 40 rects took. The images' URLs, the legends' domains and the
     box are data, so another head or box is the same layout. A box dragged on a panel is the
