@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from . import colors
-from .heatmap import (DIFF_SCHEME, LABEL_CHARS, NUMBERS_MAX, PANEL, VALUES, WEIGHT_SCHEME,
-                      BlockAxes, CellAxes, _t, color_domain, number_labels, on_dark)
+from .heatmap import (DIFF_SCHEME, NUMBERS_MAX, PANEL, VALUES, WEIGHT_SCHEME, BlockAxes,
+                      CellAxes, _t, clip_label, color_domain, number_labels, on_dark)
 
 TIP_DIGITS = {"raw_score": 3, "scaled_score": 3, "weight": 4, "unscaled_weight": 4,
               "difference": 4}     # decimals a tooltip shows (the Vega tooltips' formats)
@@ -36,10 +36,6 @@ TIP_DIGITS = {"raw_score": 3, "scaled_score": 3, "weight": 4, "unscaled_weight":
 
 def _scheme(value: str) -> str:
     return DIFF_SCHEME if value == "difference" else WEIGHT_SCHEME
-
-
-def _clip(token: str) -> str:
-    return token if len(token) <= LABEL_CHARS else token[: LABEL_CHARS - 1] + "…"
 
 
 def _json_values(matrix: np.ndarray, digits: int) -> list:
@@ -119,8 +115,8 @@ def cells_figure(frame: pd.DataFrame, axes: CellAxes, lang: str = "en", *,
             panel["dark"] = on_dark(grid, value, domain).tolist()
         panels.append(panel)
     axis = {
-        "x": {"title": _t(lang, "axis_key"), "labels": [_clip(t) for t in axes.key_tokens]},
-        "y": {"title": _t(lang, "axis_query"), "labels": [_clip(t) for t in axes.query_tokens]},
+        "x": {"title": _t(lang, "axis_key"), "labels": [clip_label(t) for t in axes.key_tokens]},
+        "y": {"title": _t(lang, "axis_query"), "labels": [clip_label(t) for t in axes.query_tokens]},
     }
     tip = {"titles": {name: _t(lang, f"tip_{name}") for name in
                       ("query_token", "query_pos", "key_token", "key_pos", *TIP_DIGITS)},

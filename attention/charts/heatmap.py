@@ -89,12 +89,17 @@ def cell_axes(tokens: Sequence[str], queries: range, keys: range) -> CellAxes:
                     tuple(tokens[keys.start:keys.stop]))
 
 
+def clip_label(token: str) -> str:
+    """An axis label: the token, cut to LABEL_CHARS with an ellipsis."""
+    return token if len(token) <= LABEL_CHARS else token[: LABEL_CHARS - 1] + "…"
+
+
 def label_expr(labels: Sequence[str], start: int) -> str:
     """Vega expression that maps a position (datum.value) to its token text.
 
     The labels are a JSON array (ASCII-escaped, so any token is a valid string literal);
     position p reads element p - start."""
-    clipped = [tok if len(tok) <= LABEL_CHARS else tok[: LABEL_CHARS - 1] + "…" for tok in labels]
+    clipped = [clip_label(tok) for tok in labels]
     return f"{json.dumps(clipped, ensure_ascii=True)}[datum.value - {int(start)}]"
 
 
