@@ -26,8 +26,9 @@ pointer going down on another option of a picker (the page's own event, so Playw
 before it dispatches a click, about 40 ms on every page, do not count) until the rerun it
 starts (the page's, or only its fragment's) is done, no skeleton is left and every chart in the
 main area has drawn (bench/cold_link.py's probe). `--clicks --app=DIR` measures the app of
-another checkout with this bench. A head change on the Heatmap at n = 16 and 2,048 and a layer
-or head change on Model heads, each against the same click on a bare page with a selectbox and
+another checkout with this bench. A head change on the Heatmap at n = 16 and 2,048, a change of
+the zoom window's size at 2,048 (a new layout: the canvas figure builds its elements again),
+and a layer or head change on Model heads, each against the same click on a bare page with a selectbox and
 one chart, all in one run, the pages taken in turn. Target <= 2.
 """
 from __future__ import annotations
@@ -152,6 +153,7 @@ def run() -> list[dict]:
 # (label of the picker, the two options clicked in turn) per page measured.
 HEAD_PICKER = ("Head", ("Head 1", "Head 2"))
 CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048": HEAD_PICKER,
+          "heatmap n=2048, zoom window size": ("Zoom window", ("24", "16")),
           "model heads, layer": ("Layer", ("1", "2")), "model heads, head": ("Head", ("1", "2"))}
 
 
@@ -257,6 +259,7 @@ def run_clicks(rounds: int = 8, app_dir: str | None = None) -> list[dict]:
         try:
             urls = {"bare page": f"{base.url}/",
                     **{f"heatmap n={n}": spec_url(app.url, "Heatmap", n) for n in (16, 2048)},
+                    "heatmap n=2048, zoom window size": spec_url(app.url, "Heatmap", 2048),
                     "model heads, layer": spec_url(app.url, "Model_heads", 16),
                     "model heads, head": spec_url(app.url, "Model_heads", 16)}
             browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_FLAGS)
