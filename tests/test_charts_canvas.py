@@ -12,7 +12,7 @@ from attention.analysis import analyze
 from attention.charts import heatmap
 from attention.charts.canvas import cells_figure, nice_ticks, overview_figure
 from attention.charts.colors import SCHEMES, colorize
-from attention.charts.heatmap import NUMBERS_MAX
+from attention.charts.heatmap import NUMBERS_MAX, number_labels
 from attention.pooling import blocks_for, pooled_matrices
 from attention.spec import AttentionSpec
 from attention.ui.canvas import parse_brush
@@ -61,6 +61,11 @@ def test_own_scales_give_each_weight_panel_its_own_legend():
     _, shared = figure_for(CAT, 0, range(6), range(6))
     assert [p["legend"] is not None for p in shared["panels"]] == [False, True, True]
     assert shared["panels"][1]["legend"]["title"] == "Weight (both panels)"
+
+
+def test_a_tiny_negative_difference_prints_as_zero_not_minus_zero():
+    assert number_labels(np.array([-0.004, 0.004, -0.05, 0.371, 1.0])) == \
+        [".00", ".00", "-.05", ".37", "1.00"]
 
 
 def test_printed_numbers_and_their_ink_follow_the_cells():

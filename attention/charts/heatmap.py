@@ -205,10 +205,10 @@ def _numbers(base: alt.Chart, value: str, step: float) -> alt.Chart:
 
 
 def number_labels(values: np.ndarray) -> list[str]:
-    """Each value with 2 decimals and no leading zero (".37", "-.05", "1.00"): what a cell
-    prints."""
-    return [f"{x:.2f}".replace("0.", ".", 1) if abs(x) < 1 else f"{x:.2f}"
-            for x in np.asarray(values, dtype=np.float64).ravel()]
+    """Each value with 2 decimals and no leading zero (".37", "-.05", "1.00"; a value that
+    rounds to zero is ".00", never "-.00"): what a cell prints."""
+    rounded = np.round(np.asarray(values, dtype=np.float64).ravel(), 2) + 0.0   # -0.0 -> 0.0
+    return [f"{x:.2f}".replace("0.", ".", 1) if abs(x) < 1 else f"{x:.2f}" for x in rounded]
 
 
 def on_dark(values: np.ndarray, value: str, domain: tuple[float, float]) -> np.ndarray:
