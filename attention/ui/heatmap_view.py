@@ -118,14 +118,15 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     overview_slot, zoom_title = st.container(), st.empty()
     queries, keys = _zoom_controls(n, key_prefix)          # below the overview it outlines
     box = (queries.start, queries.stop, keys.start, keys.stop)
-    images, axes = _images(analysis, (head,), OVERVIEW_BLOCKS, how, shared), charts.block_axes(blocks, how)
+    images = _images(analysis, (head,), OVERVIEW_BLOCKS, how, shared)
+    axes = charts.block_axes(blocks, how)
     with overview_slot:
         chart_key = f"{key_prefix}_overview"
         figure_view(overview_figure(images, axes, lang(), box=box, shared=shared), key=chart_key,
                     on_brush=partial(_zoom_to_brush, chart_key, key_prefix, n))
         chart_buttons(lambda: charts.overview_chart(images, axes, lang(), box=box, shared=shared),
                       f"{key_prefix}_overview_head{head}_{how}",
-                      lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),  # CSV: on a click
+                      lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),  # on a click
                       csv_key=f"{key_prefix}_csv_overview")
     zoom_title.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
                            k0=keys.start, k1=keys.stop - 1))
@@ -167,8 +168,8 @@ def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
 def _zoom_to_brush(chart_key: str, key_prefix: str, n: int) -> None:
     """on_brush of the overview: a box dragged on it becomes the zoom window (size, first
     query, first key), set before the zoom controls are drawn on the rerun."""
-    box = brush(chart_key)
-    if isinstance(box, dict) and "query_start" in box and "key_start" in box:
+    box = brush(chart_key)                                 # None unless well formed
+    if box is not None:
         size, queries, keys = window_from_brush(n, box["query_start"], box["key_start"], WINDOWS)
         st.session_state[f"view_{key_prefix}_win"] = size
         st.session_state[f"view_{key_prefix}_q"] = queries.start
