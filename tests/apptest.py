@@ -49,10 +49,16 @@ def _refuse_constant(name: str):
 
 
 def figures(at: AppTest) -> list[dict]:
-    """Every canvas heatmap figure on the page (attention/charts/canvas.py), as the browser
-    receives it; asserts on the way that none holds NaN or Infinity."""
-    return [json.loads(element.proto.json, parse_constant=_refuse_constant)
-            for element in at.get("bidi_component")]
+    """Every canvas heatmap figure on the page (attention/charts/canvas.py), unpacked from
+    the bytes the browser receives; asserts on the way that none holds NaN or Infinity."""
+    from attention.charts.canvas import unpack
+
+    out = []
+    for element in at.get("bidi_component"):
+        figure = unpack(element.proto.bytes)
+        json.loads(json.dumps(figure), parse_constant=_refuse_constant)   # no NaN, no Infinity
+        out.append(figure)
+    return out
 
 
 def figure_images(figure: dict) -> dict[str, np.ndarray]:

@@ -1,7 +1,9 @@
 """The canvas heatmap's figures (attention/charts/canvas.py): what the browser draws is the
 analysis' numbers, coloured as charts.colors colours them, with the tokens as labels."""
+import base64
 import json
 import math
+import struct
 
 import numpy as np
 import pytest
@@ -10,7 +12,8 @@ import torch
 from attention import frames
 from attention.analysis import analyze
 from attention.charts import heatmap
-from attention.charts.canvas import cells_figure, nice_ticks, overview_figure
+from attention.charts.canvas import (MAGIC, cells_figure, nice_ticks, overview_figure, pack,
+                                     unpack)
 from attention.charts.colors import SCHEMES, colorize
 from attention.charts.heatmap import NUMBERS_MAX, number_labels
 from attention.pooling import blocks_for, pooled_matrices
@@ -158,3 +161,20 @@ def test_a_malformed_brush_from_the_browser_is_ignored(box):
 def test_a_brush_keeps_its_two_edges():
     assert parse_brush({"query_start": [600.5, 640], "key_start": [400, 440.2], "panel": 1}) \
         == {"query_start": [600.5, 640], "key_start": [400, 440.2]}
+
+
+def test_a_packed_figure_is_its_json_then_its_pngs_and_unpacks_to_itself():
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(40)), heads=1, causal=True)
+    _, figure = figure_for(spec, 0, range(10, 26), range(18, 34))
+    data = pack(figure)
+    assert data[:4] == MAGIC
+    (size,) = struct.unpack("<I", data[4:8])
+    head = json.loads(data[8:8 + size])
+    pngs = [base64.b64decode(p["image"].split(",", 1)[1]) for p in figure["panels"]]
+    assert len(data) == 8 + size + sum(map(len, pngs))             # no base64 in the bytes
+    for panel, png in zip(head["panels"], pngs):
+        start, length = panel["image"]["png"]
+        assert data[8 + size + start:8 + size + start + length] == png
+    assert unpack(data) == figure
+    with pytest.raises(ValueError):                               # NaN cannot be sent
+        pack({**figure, "box": [float("nan")]})

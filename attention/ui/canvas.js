@@ -3,10 +3,11 @@
 // smoothing, with the numbers it is given printed on it; axis labels, titles, legends and the
 // tooltip are DOM text set through textContent only (a token is never markup). A figure with
 // the same `layout` as the last one keeps every element: only the canvases are repainted.
-// While images decode, the root carries data-pending (tests and benches wait on it).
+// While images decode, the root carries data-pending (tests and benches wait on it); after,
+// data-drawn.
 
 const roots = new WeakMap();     // parentElement -> {root, layout, version, panels, tip}
-const images = new Map();        // data URL -> decoded HTMLImageElement (a few recent ones)
+const images = new Map();        // PNG digest -> decoded ImageBitmap (a few recent ones)
 const KEPT_IMAGES = 24;
 
 function el(tag, cls, text) {
@@ -16,14 +17,31 @@ function el(tag, cls, text) {
   return node;
 }
 
-function decoded(url) {
-  if (images.has(url)) return Promise.resolve(images.get(url));
-  const img = new Image();
-  img.src = url;
-  return img.decode().then(() => {
-    images.set(url, img);
-    if (images.size > KEPT_IMAGES) images.delete(images.keys().next().value);
-    return img;
+// A packed figure (attention/charts/canvas.py `pack`): "AEF1", the JSON's length (uint32,
+// little-endian), the JSON, then the panels' PNGs; each panel's image becomes its bytes.
+function unpack(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const size = view.getUint32(4, true);
+  const data = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + size)));
+  for (const panel of data.panels) {
+    const [offset, length] = panel.image.png;
+    panel.image = { id: panel.image.id,
+                    bytes: bytes.subarray(8 + size + offset, 8 + size + offset + length) };
+  }
+  return data;
+}
+
+// An image decoded off the main thread (createImageBitmap), kept by its digest.
+function decoded(image) {
+  if (images.has(image.id)) return Promise.resolve(images.get(image.id));
+  return createImageBitmap(new Blob([image.bytes], { type: "image/png" })).then((bitmap) => {
+    images.set(image.id, bitmap);
+    if (images.size > KEPT_IMAGES) {
+      const [oldest, old] = images.entries().next().value;
+      images.delete(oldest);
+      old.close();
+    }
+    return bitmap;
   });
 }
 
@@ -219,7 +237,8 @@ function paint(state, panel, image, index) {
 }
 
 export default function (component) {
-  const { data, parentElement, setTriggerValue } = component;
+  const { parentElement, setTriggerValue } = component;
+  const data = unpack(component.data);
   let state = roots.get(parentElement);
   if (!state) {
     const root = el("div", "ae-heatmap");

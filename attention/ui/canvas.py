@@ -16,6 +16,8 @@ from typing import Callable
 
 import streamlit as st
 
+from ..charts.canvas import pack
+
 HERE = Path(__file__).parent
 _component = st.components.v2.component(
     "attention_heatmap", js=(HERE / "canvas.js").read_text(encoding="utf-8"),
@@ -25,7 +27,7 @@ _component = st.components.v2.component(
 def figure_view(figure: dict, *, key: str, on_brush: Callable[[], None] | None = None) -> None:
     """Draw `figure`; on_brush: called (before the rerun) when a box was dragged on it, with
     the box at `brush(key)`."""
-    _component(data=figure, key=key, width="content",
+    _component(data=pack(figure), key=key, width="content",
                **({"on_brush_change": on_brush} if on_brush else {}))
 
 
