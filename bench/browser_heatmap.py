@@ -27,7 +27,8 @@ before it dispatches a click, about 40 ms on every page, do not count) until the
 starts (the page's, or only its fragment's) is done, no skeleton is left and every chart in the
 main area has drawn (bench/cold_link.py's probe). `--clicks --app=DIR` measures the app of
 another checkout with this bench. A head change on the Heatmap at n = 16 and 2,048, a change of
-the zoom window's size at 2,048 (a new layout: the canvas figure builds its elements again),
+the zoom window's size at 2,048 (a new layout: the canvas figure builds its elements again)
+and of the followed query in the one-row view,
 and a layer or head change on Model heads, each against the same click on a bare page with a selectbox and
 one chart, all in one run, the pages taken in turn. Target <= 2.
 """
@@ -154,6 +155,7 @@ def run() -> list[dict]:
 HEAD_PICKER = ("Head", ("Head 1", "Head 2"))
 CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048": HEAD_PICKER,
           "heatmap n=2048, zoom window size": ("Zoom window", ("24", "16")),
+          "heatmap n=2048, query row": ("Query token", ("1 · lets", "2 · every")),
           "model heads, layer": ("Layer", ("1", "2")), "model heads, head": ("Head", ("1", "2"))}
 
 
@@ -260,6 +262,7 @@ def run_clicks(rounds: int = 8, app_dir: str | None = None) -> list[dict]:
             urls = {"bare page": f"{base.url}/",
                     **{f"heatmap n={n}": spec_url(app.url, "Heatmap", n) for n in (16, 2048)},
                     "heatmap n=2048, zoom window size": spec_url(app.url, "Heatmap", 2048),
+                    "heatmap n=2048, query row": spec_url(app.url, "Heatmap?hm_view=row", 2048),
                     "model heads, layer": spec_url(app.url, "Model_heads", 16),
                     "model heads, head": spec_url(app.url, "Model_heads", 16)}
             browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_FLAGS)

@@ -183,3 +183,36 @@ def test_a_head_change_redraws_the_chart_the_url_and_the_share_link(server, page
         assert AttentionSpec.from_query({k: v[0] for k, v in _query(page.url).items()}) == SPEC
         page.keyboard.press("Escape")                                     # close the popover
         expect(code).to_have_count(0, timeout=UI_TIMEOUT)
+
+
+def test_following_one_query_of_a_long_input_draws_both_lines_and_answers_the_pointer(server,
+                                                                                      page):
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(200)), heads=1, seed=6)
+    view = {**spec.to_query(), "hm_view": "row", "hm_row": "9"}
+    page.goto(f"{server.url}/Heatmap?{urlencode(view)}")
+    wait_for_app(page)
+    wait_drawn(page)
+    # Both series are on the canvas in their own colours (scaled #2b6cb0, unscaled #d1495b).
+    seen = page.evaluate(f"""() => {{
+      const c = document.querySelector('{FIGURES} canvas');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let blue = 0, red = 0;
+      for (let i = 0; i < d.length; i += 4) {{
+        if (d[i + 3] < 200) continue;
+        if (d[i + 2] > 150 && d[i] < 80) blue++;
+        if (d[i] > 180 && d[i + 2] < 120) red++;
+      }}
+      return [blue, red];
+    }}""")
+    assert seen[0] > 100 and seen[1] > 100, seen
+    # The key under the pointer: its token and both weights, as the analysis has them.
+    a = analyze(spec)
+    key = int(a.unscaled.weights[0, 9].argmax())
+    box = page.locator(FIGURES).first.locator("canvas").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * (key + 0.5) / spec.n, box["y"] + box["height"] / 2)
+    tip = page.locator(f"{FIGURES} .ae-tooltip")
+    expect(tip).to_be_visible(timeout=UI_TIMEOUT)
+    expect(tip).to_contain_text(f"w{key}")
+    text = tip.inner_text()
+    assert f"{float(a.scaled.weights[0, 9, key]):.4f}" in text
+    assert f"{float(a.unscaled.weights[0, 9, key]):.4f}" in text

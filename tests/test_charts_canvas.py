@@ -13,7 +13,7 @@ from attention import frames
 from attention.analysis import analyze
 from attention.charts import heatmap
 from attention.charts.canvas import (MAGIC, cells_figure, nice_ticks, overview_figure, pack,
-                                     unpack)
+                                     row_figure, unpack)
 from attention.charts.colors import SCHEMES, colorize
 from attention.charts.heatmap import NUMBERS_MAX, number_labels
 from attention.pooling import blocks_for, pooled_matrices
@@ -178,3 +178,23 @@ def test_a_packed_figure_is_its_json_then_its_pngs_and_unpacks_to_itself():
     assert unpack(data) == figure
     with pytest.raises(ValueError):                               # NaN cannot be sent
         pack({**figure, "box": [float("nan")]})
+
+
+def test_row_figure_is_one_querys_weights_over_every_key_with_gaps_where_masked():
+    spec = AttentionSpec(tokens=tuple(f"k{i}" for i in range(90)), heads=2, causal=True, seed=2)
+    a = analyze(spec)
+    cells = frames.cells(a, heads=[1], queries=range(40, 41))
+    figure = row_figure(cells, a.n, a.tokens, "en")
+    json.dumps(figure, allow_nan=False)
+    scaled, unscaled = (s["values"] for s in figure["series"])
+    w, u = a.scaled.weights[1, 40].double(), a.unscaled.weights[1, 40].double()   # (90,)
+    torch.testing.assert_close(torch.tensor(scaled[:41], dtype=torch.float64), w[:41], atol=TIP, rtol=0)
+    torch.testing.assert_close(torch.tensor(unscaled[:41], dtype=torch.float64), u[:41], atol=TIP, rtol=0)
+    assert scaled[41:] == [None] * 49 and unscaled[41:] == [None] * 49         # keys after 40
+    raw = a.q[1, 40].double() @ a.k[1].double().T                               # (90,) q.k
+    torch.testing.assert_close(torch.tensor(figure["tip"]["raw_score"][:41], dtype=torch.float64), raw[:41],
+                               atol=5e-4 + 1e-6, rtol=0)
+    assert figure["tip"]["key_tokens"] == list(spec.tokens)
+    assert [s["name"] for s in figure["series"]] == ["Scaled (÷√d_k)", "Unscaled"]
+    assert figure["x"]["ticks"][0] == 0 and figure["x"]["ticks"][-1] <= 89
+    assert unpack(pack(figure)) == figure                                       # no images

@@ -137,6 +137,19 @@ def test_all_heads_grid_and_follow_one_query():
                                                 f"{float(a.unscaled.weights[1, 4].max()):.3f}"]
 
 
+def test_following_one_query_of_a_long_input_draws_two_lines_on_the_canvas():
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(300)), heads=2, seed=8)
+    at = open_page(spec, hm_view="row", hm_row="17", hm_head="1")
+    assert not at.exception and not at.get("vega_lite_chart")
+    (figure,) = figures(at)
+    assert figure["kind"] == "row" and figure["n"] == 300
+    a = analyze(spec)
+    scaled, unscaled = (torch.tensor(s["values"], dtype=torch.float64) for s in figure["series"])
+    torch.testing.assert_close(scaled, a.scaled.weights[1, 17].double(), atol=TIP, rtol=0)
+    torch.testing.assert_close(unscaled, a.unscaled.weights[1, 17].double(), atol=TIP, rtol=0)
+    assert any("300 keys" in c.value for c in at.caption)
+
+
 def overview(at: AppTest) -> tuple[dict[str, np.ndarray], list[dict]]:
     """The overview figure's panel images ({value: (b, b, 4) RGBA}) and its zoom outline
     (q0, q1, k0, k1)."""

@@ -159,6 +159,33 @@ def overview_figure(images: dict[str, dict], axes: BlockAxes, lang: str = "en", 
             "tip": tip, "box": list(box) if box is not None else None, "brush": True}
 
 
+ROW_COLORS = ("#2b6cb0", "#d1495b")   # scaled, unscaled: the colours of the bar version
+ROW_HEIGHT = 300                      # px: the plot area of a row figure
+
+
+def row_figure(cells: pd.DataFrame, n: int, tokens: Sequence[str], lang: str = "en") -> dict:
+    """One query's attention over all n keys, scaled and unscaled, as two step lines (cells:
+    frames.cells rows of that query; a key the mask hides is None, a gap in the lines); the
+    tooltip of a key carries its token, position, both weights and its raw score."""
+    def over_keys(column: str, digits: int) -> list:
+        values = np.full(n, np.nan)                                             # (n,)
+        values[cells["key_pos"].to_numpy()] = cells[column].to_numpy(dtype=np.float64)
+        return _json_values(values[None, :], digits)[0]
+
+    series = [{"name": _t(lang, f"kind_{kind}"), "color": color, "values": over_keys(column, 4)}
+              for kind, column, color in (("scaled", "weight", ROW_COLORS[0]),
+                                          ("unscaled", "unscaled_weight", ROW_COLORS[1]))]
+    axis = {"x": {"title": _t(lang, "axis_key_position"),
+                  "ticks": [int(t) for t in nice_ticks(0, n - 1, 8)]},
+            "y": {"title": _t(lang, "axis_weight"), "ticks": nice_ticks(0, 1, 5)}}
+    tip = {"titles": {name: _t(lang, f"tip_{name}") for name in
+                      ("key_token", "key_pos", "weight", "unscaled_weight", "raw_score")},
+           "key_tokens": list(tokens), "raw_score": over_keys("raw_score", 3)}
+    layout = {"kind": "row", "n": n, **axis, "names": [s["name"] for s in series]}
+    return {"layout": _layout_key(layout), **layout, "height": ROW_HEIGHT, "panels": [],
+            "series": series, "tip": tip, "box": None, "brush": False}
+
+
 MAGIC = b"AEF1"   # a packed figure: MAGIC, uint32 little-endian JSON length, JSON, PNGs
 _URL_HEAD = "data:image/png;base64,"
 
@@ -168,7 +195,7 @@ def pack(figure: dict) -> bytes:
     each panel's "image" becomes {"id": a digest of the PNG (the browser keeps decoded
     images by it), "png": [offset, length] into the bytes after the JSON}."""
     pngs, panels, offset = [], [], 0
-    for panel in figure["panels"]:
+    for panel in figure["panels"]:                # a row figure has none
         png = base64.b64decode(panel["image"][len(_URL_HEAD):])
         ref = {"id": hashlib.sha1(png).hexdigest()[:20], "png": [offset, len(png)]}
         panels.append({**panel, "image": ref})

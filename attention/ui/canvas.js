@@ -77,6 +77,19 @@ function axisLabels(axis, count, n, side, vertical) {
   return box;
 }
 
+// Tick labels at given offsets ([px, text] pairs) along a side `length` px long.
+function tickLabels(items, length, vertical) {
+  const box = el("div", vertical ? "ae-ylabels" : "ae-xlabels");
+  box.style[vertical ? "height" : "width"] = `${length}px`;
+  for (const [at, text] of items) {
+    const label = el("span", "ae-label ae-tick", text);
+    label.style[vertical ? "marginTop" : "marginLeft"] = `${at}px`;
+    label.style.setProperty("--shift", at <= 0 ? "0%" : at >= length ? "-100%" : "-50%");
+    box.appendChild(label);
+  }
+  return box;
+}
+
 function legendBar(spec, side) {
   const box = el("div", "ae-legend");
   box.appendChild(el("span", "ae-legend-title", spec.title));
@@ -236,6 +249,92 @@ function paint(state, panel, image, index) {
   }
 }
 
+// ---- one query over every key: two step lines (kind "row") ----
+
+function buildRow(state, data) {
+  const { root } = state;
+  root.replaceChildren();
+  const width = Math.max(320, (root.parentElement.clientWidth || 760) - 80);
+  const height = data.height, n = data.n, ratio = window.devicePixelRatio || 1;
+  const legend = el("div", "ae-row-legend");
+  for (const series of data.series) {
+    const swatch = el("span", "ae-swatch");
+    swatch.style.background = series.color;
+    const item = el("span", "ae-row-item");
+    item.append(swatch, el("span", null, series.name));
+    legend.appendChild(item);
+  }
+  const box = el("div", "ae-row-box");
+  const plot = el("div", "ae-plot");
+  const canvas = el("canvas");
+  canvas.width = Math.round(width * ratio);
+  canvas.height = Math.round(height * ratio);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", data.series.map((s) => s.name).join(" / "));
+  const guide = el("div", "ae-guide");
+  plot.append(canvas, guide);
+  const xs = data.x.ticks.map((t) => [((t + 0.5) / n) * width, String(t)]);
+  const ys = data.y.ticks.map((t) => [height - t * height, String(t)]);
+  box.append(el("div", "ae-ytitle", data.y.title), tickLabels(ys, height, true), plot,
+             tickLabels(xs, width, false), el("div", "ae-xtitle", data.x.title));
+  state.tip = el("div", "ae-tooltip");
+  state.tip.setAttribute("role", "tooltip");
+  root.append(legend, box, state.tip);
+  state.row = { canvas, guide, width, height };
+  canvas.addEventListener("pointermove", (event) => {
+    const d = state.data, r = canvas.getBoundingClientRect();
+    const k = Math.floor(((event.clientX - r.left) / r.width) * d.n);
+    const scaled = d.series[0].values[k];
+    if (k < 0 || k >= d.n || scaled === null || scaled === undefined) {
+      showTip(state, event, null);
+      guide.style.display = "none";
+      return;
+    }
+    const t = d.tip.titles;
+    showTip(state, event, [[t.key_token, d.tip.key_tokens[k]], [t.key_pos, k],
+                           [t.weight, scaled.toFixed(4)],
+                           [t.unscaled_weight, d.series[1].values[k].toFixed(4)],
+                           [t.raw_score, d.tip.raw_score[k].toFixed(3)]]);
+    guide.style.display = "block";
+    guide.style.left = `${((k + 0.5) / d.n) * r.width}px`;
+  });
+  canvas.addEventListener("pointerleave", () => {
+    showTip(state, {}, null);
+    guide.style.display = "none";
+  });
+}
+
+function paintRow(state) {
+  const data = state.data, { canvas, width, height } = state.row, n = data.n;
+  const ctx = canvas.getContext("2d"), s = canvas.width / width;
+  ctx.setTransform(s, 0, 0, s, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  ctx.strokeStyle = "#e6e8ef";                                // grid lines at the y ticks
+  ctx.lineWidth = 1;
+  for (const t of data.y.ticks) {
+    ctx.beginPath();
+    ctx.moveTo(0, height - t * height);
+    ctx.lineTo(width, height - t * height);
+    ctx.stroke();
+  }
+  ctx.lineWidth = 1.2;
+  for (const series of data.series) {                         // step after each key
+    ctx.strokeStyle = series.color;
+    ctx.beginPath();
+    let down = false;
+    series.values.forEach((v, k) => {
+      if (v === null) { down = false; return; }               // masked: a gap
+      const y = height - Math.min(1, Math.max(0, v)) * height;
+      if (down) ctx.lineTo((k / n) * width, y); else ctx.moveTo((k / n) * width, y);
+      ctx.lineTo(((k + 1) / n) * width, y);
+      down = true;
+    });
+    ctx.stroke();
+  }
+}
+
 export default function (component) {
   const { parentElement, setTriggerValue } = component;
   const data = unpack(component.data);
@@ -249,11 +348,18 @@ export default function (component) {
   state.data = data;
   state.setTriggerValue = setTriggerValue;
   state.root.toggleAttribute("data-brush", !!data.brush);
+  state.root.classList.toggle("ae-row", data.kind === "row");
   const version = ++state.version;
   state.root.dataset.pending = "1";
   if (state.layout !== data.layout) {
-    build(state, data);
+    (data.kind === "row" ? buildRow : build)(state, data);
     state.layout = data.layout;
+  }
+  if (data.kind === "row") {
+    paintRow(state);
+    state.root.dataset.drawn = String(version);
+    delete state.root.dataset.pending;
+    return;
   }
   Promise.all(data.panels.map((panel) => decoded(panel.image))).then((decodedImages) => {
     if (version !== state.version) return;                 // a newer figure came meanwhile

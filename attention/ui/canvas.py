@@ -24,10 +24,11 @@ _component = st.components.v2.component(
     css=(HERE / "canvas.css").read_text(encoding="utf-8"), isolate_styles=False)
 
 
-def figure_view(figure: dict, *, key: str, on_brush: Callable[[], None] | None = None) -> None:
+def figure_view(figure: dict, *, key: str, on_brush: Callable[[], None] | None = None,
+                width: str = "content") -> None:
     """Draw `figure`; on_brush: called (before the rerun) when a box was dragged on it, with
-    the box at `brush(key)`."""
-    _component(data=pack(figure), key=key, width="content",
+    the box at `brush(key)`; width "stretch" for a figure as wide as the column (a row)."""
+    _component(data=pack(figure), key=key, width=width,
                **({"on_brush_change": on_brush} if on_brush else {}))
 
 

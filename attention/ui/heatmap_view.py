@@ -21,7 +21,7 @@ import streamlit as st
 from .. import frames
 from ..analysis import Analysis
 from ..charts import heatmap as charts
-from ..charts.canvas import cells_figure, overview_figure
+from ..charts.canvas import cells_figure, overview_figure, row_figure
 from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window, window_from_brush
 from ..spec import AttentionSpec
 from . import cache
@@ -239,10 +239,13 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
         values = analysis.scaled_metrics if variant == "scaled" else analysis.unscaled_metrics
         col.metric(t(f"heatmap.metric_{name}_{variant}"), fmt.format(float(values[name][head, row])))
     cells = frames.cells(analysis, heads=[head], queries=range(row, row + 1))
-    chart = charts.row_chart(charts.row_frame(cells, lang()), tokens, lang())
-    if n > charts.BARS_MAX:
+    chart = lambda: charts.row_chart(charts.row_frame(cells, lang()), tokens, lang())  # noqa: E731
+    if n > charts.BARS_MAX:   # two lines on the canvas (a Vega line of 2 x 2,048 points: 0.1 s a click)
         st.caption(t("heatmap.row_lines", n=f"{n:,}"))
-    show(chart, width="stretch")
+        figure_view(row_figure(cells, n, tokens, lang()), key=f"{key_prefix}_row_lines",
+                    width="stretch")
+    else:
+        show(chart(), width="stretch")
     chart_buttons(chart, f"{key_prefix}_row{row}_head{head}", cells, csv_key=f"{key_prefix}_csv_row")
 
 
