@@ -85,7 +85,7 @@ def figure_cells(figure: dict) -> pd.DataFrame:
     rows = []
     for i, query_token in enumerate(tip["query_tokens"]):
         for j, key_token in enumerate(tip["key_tokens"]):
-            if tip["values"]["weight"][i][j] is None:
+            if next(iter(tip["values"].values()))[i][j] is None:        # masked
                 continue
             rows.append({"query_pos": tip["q0"] + i, "key_pos": tip["k0"] + j,
                          "query_token": query_token, "key_token": key_token,
@@ -95,4 +95,5 @@ def figure_cells(figure: dict) -> pd.DataFrame:
 
 def comparison_cells(at: AppTest) -> list[pd.DataFrame]:
     """The cells of every scaled | unscaled | difference figure drawn cell by cell."""
-    return [figure_cells(f) for f in figures(at) if f["kind"] == "cells"]
+    return [figure_cells(f) for f in figures(at)
+            if f["kind"] == "cells" and "weight" in f["tip"]["values"]]

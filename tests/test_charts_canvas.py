@@ -13,7 +13,7 @@ from attention import frames
 from attention.analysis import analyze
 from attention.charts import heatmap
 from attention.charts.canvas import (MAGIC, cells_figure, nice_ticks, overview_figure, pack,
-                                     row_figure, unpack)
+                                     matrix_figure, row_figure, unpack)
 from attention.charts.colors import SCHEMES, colorize
 from attention.charts.heatmap import NUMBERS_MAX, number_labels
 from attention.pooling import blocks_for, pooled_matrices
@@ -198,3 +198,24 @@ def test_row_figure_is_one_querys_weights_over_every_key_with_gaps_where_masked(
     assert [s["name"] for s in figure["series"]] == ["Scaled (÷√d_k)", "Unscaled"]
     assert figure["x"]["ticks"][0] == 0 and figure["x"]["ticks"][-1] <= 89
     assert unpack(pack(figure)) == figure                                       # no images
+
+
+def test_matrix_figure_is_the_matrix_on_its_own_scale_with_its_tokens():
+    rng = np.random.default_rng(3)
+    values = rng.uniform(0, 0.7, (7, 7))
+    values[0, 3] = np.nan                                      # nothing there: blank, no tooltip
+    tokens = ("[CLS]", "the", "cat", "sat", "on", "mat", "[SEP]")
+    figure = matrix_figure(values, tokens, "en", title="Rollout", scheme="purples", size=320)
+    json.dumps(figure, allow_nan=False)
+    (panel,) = figure["panels"]
+    top = float(np.nanmax(values))
+    np.testing.assert_allclose(figure_images(figure)["weight"],
+                               colorize(values, (0.0, top), "purples"), atol=1)
+    assert panel["legend"]["title"] == "Rollout" and figure["panel"] == 320
+    assert figure["y"]["labels"] == list(tokens) and figure["tip"]["titles"]["value"] == "Rollout"
+    cells = figure_cells(figure).set_index(["query_pos", "key_pos"])["value"]
+    assert (0, 3) not in cells.index and len(cells) == 48
+    assert cells[(5, 2)] == pytest.approx(values[5, 2], abs=TIP)
+    negative = matrix_figure(values - 0.5, tokens, "en", title="x")       # domain spans 0
+    labels = [float(t) for _, t in negative["panels"][0]["legend"]["ticks"]]
+    assert min(labels) < 0 <= max(labels)

@@ -28,7 +28,8 @@ def vega_fills(values: np.ndarray, domain: tuple[float, float], scheme: str) -> 
 
 
 @pytest.mark.parametrize("scheme,domain", [("blues", (0.0, 0.37)), ("blues", (0.0, 1.0)),
-                                           ("redblue", (-0.8, 0.8)), ("redblue", (-1e-3, 1e-3))])
+                                           ("redblue", (-0.8, 0.8)), ("redblue", (-1e-3, 1e-3)),
+                                           ("purples", (0.0, 0.6)), ("oranges", (0.0, 7.5))])
 def test_colours_equal_vegas_for_the_same_scale(scheme, domain):
     rng = np.random.default_rng(7)
     lo, hi = domain

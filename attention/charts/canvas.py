@@ -66,13 +66,13 @@ def _tick_label(value: float, step: float) -> str:
     return f"{value:.{decimals}f}"
 
 
-def legend(value: str, domain: tuple[float, float], title: str, count: int = 4) -> dict:
+def legend(scheme: str, domain: tuple[float, float], title: str, count: int = 4) -> dict:
     """A colour bar: the scheme's colours (evenly spaced, interpolated in RGB: CSS's linear
     gradient does exactly what Vega's scale does), its domain and round ticks on it."""
     lo, hi = domain
     ticks = nice_ticks(lo, hi, count)
     step = ticks[1] - ticks[0] if len(ticks) > 1 else (hi - lo or 1.0)
-    run = colors.SCHEMES[_scheme(value)]
+    run = colors.SCHEMES[scheme]
     return {"title": title, "colors": ["#" + run[i:i + 6] for i in range(0, len(run), 6)],
             "ticks": [[(t - lo) / ((hi - lo) or 1.0), _tick_label(t, step)] for t in ticks]}
 
@@ -112,28 +112,20 @@ def cells_figure(frame: pd.DataFrame, axes: CellAxes, lang: str = "en", *,
         panel = {"title": _t(lang, f"panel_{value}"),
                  "image": colors.png_data_url(colors.colorize(grid, domain, _scheme(value))),
                  "legend": None if shared and value == "weight"
-                 else legend(value, domain, _t(lang, _legend_title(value, shared)))}
+                 else legend(_scheme(value), domain, _t(lang, _legend_title(value, shared)))}
         if small:
             printed = np.array(number_labels(grid), dtype=object).reshape(grid.shape)
             printed[np.isnan(grid)] = ""                                        # masked: blank
             panel["numbers"] = printed.tolist()
             panel["dark"] = on_dark(grid, value, domain).tolist()
         panels.append(panel)
-    axis = {
-        "x": {"title": _t(lang, "axis_key"), "labels": [clip_label(t) for t in axes.key_tokens]},
-        "y": {"title": _t(lang, "axis_query"), "labels": [clip_label(t) for t in axes.query_tokens]},
-    }
     tip = {"titles": {name: _t(lang, f"tip_{name}") for name in
                       ("query_token", "query_pos", "key_token", "key_pos", *TIP_DIGITS)},
            "query_tokens": list(axes.query_tokens), "key_tokens": list(axes.key_tokens),
            "q0": axes.queries.start, "k0": axes.keys.start,
            "digits": TIP_DIGITS,
            "values": {name: _json_values(tips[name], digits) for name, digits in TIP_DIGITS.items()}}
-    layout = {"kind": "cells", "rows": len(axes.queries), "cols": len(axes.keys), **axis,
-              "titles": [p["title"] for p in panels], "legends": [p["legend"] is not None
-                                                                 for p in panels]}
-    return {"layout": _layout_key(layout), **layout, "panel": PANEL, "panels": panels,
-            "tip": tip, "box": None, "brush": False}
+    return _cells(axes, lang, panels, tip, PANEL)
 
 
 def overview_figure(images: dict[str, dict], axes: BlockAxes, lang: str = "en", *,
@@ -145,7 +137,8 @@ def overview_figure(images: dict[str, dict], axes: BlockAxes, lang: str = "en", 
     back as the brush {"query_start": [a, b], "key_start": [c, d]} in positions."""
     panels = [{"title": _t(lang, f"panel_{value}"), "image": images[value]["urls"][head],
                "legend": None if shared and value == "weight"
-               else legend(value, images[value]["domain"], _t(lang, _legend_title(value, shared)))}
+               else legend(_scheme(value), images[value]["domain"],
+                           _t(lang, _legend_title(value, shared)))}
               for value in VALUES]
     ticks = [int(t) for t in nice_ticks(0, axes.n, 8)]
     axis = {"x": {"title": _t(lang, "axis_key_position"), "ticks": ticks},
@@ -157,6 +150,41 @@ def overview_figure(images: dict[str, dict], axes: BlockAxes, lang: str = "en", 
               "legends": [p["legend"] is not None for p in panels]}
     return {"layout": _layout_key(layout), **layout, "panel": PANEL, "panels": panels,
             "tip": tip, "box": list(box) if box is not None else None, "brush": True}
+
+
+def matrix_figure(values: np.ndarray, tokens: Sequence[str], lang: str, *, title: str,
+                  scheme: str = "blues", size: int = PANEL) -> dict:
+    """One query x key matrix (rollout, a value-weighted view: (n, n), NaN where nothing is)
+    on one panel `size` px wide, coloured from 0 (or its minimum, if negative) to its
+    maximum; the tokens on its axes, each cell's tokens, positions and value in its tooltip."""
+    grid = np.asarray(values, dtype=np.float64)                                 # (n, n)
+    known = grid[~np.isnan(grid)]
+    lo = min(0.0, float(known.min())) if known.size else 0.0
+    hi = max(0.0, float(known.max())) if known.size else 1.0
+    domain = (lo, hi if hi > lo else lo + 1.0)
+    axes = CellAxes(range(len(tokens)), range(len(tokens)), tuple(tokens), tuple(tokens))
+    panel = {"title": title, "legend": legend(scheme, domain, title),
+             "image": colors.png_data_url(colors.colorize(grid, domain, scheme))}
+    tip = {"titles": {**{name: _t(lang, f"tip_{name}")
+                         for name in ("query_token", "query_pos", "key_token", "key_pos")},
+                      "value": title},
+           "query_tokens": list(tokens), "key_tokens": list(tokens), "q0": 0, "k0": 0,
+           "digits": {"value": 4}, "values": {"value": _json_values(grid, 4)}}
+    return _cells(axes, lang, [panel], tip, size)
+
+
+def _cells(axes: CellAxes, lang: str, panels: list[dict], tip: dict, size: int) -> dict:
+    """A figure of panels drawn cell by cell over `axes`, the tokens on both axes."""
+    axis = {
+        "x": {"title": _t(lang, "axis_key"), "labels": [clip_label(t) for t in axes.key_tokens]},
+        "y": {"title": _t(lang, "axis_query"),
+              "labels": [clip_label(t) for t in axes.query_tokens]},
+    }
+    layout = {"kind": "cells", "rows": len(axes.queries), "cols": len(axes.keys), **axis,
+              "titles": [p["title"] for p in panels],
+              "legends": [p["legend"] is not None for p in panels], "panel": size}
+    return {"layout": _layout_key(layout), **layout, "panels": panels, "tip": tip,
+            "box": None, "brush": False}
 
 
 ROW_COLORS = ("#2b6cb0", "#d1495b")   # scaled, unscaled: the colours of the bar version

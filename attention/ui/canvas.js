@@ -157,8 +157,8 @@ function tipLines(data, at) {
     };
     return [[t.query_pos, span(at.row)], [t.key_pos, span(at.col)]];
   }
-  const weight = tip.values.weight[at.row][at.col];
-  if (weight === null) return null;                               // masked: nothing there
+  const first = Object.keys(tip.digits)[0];
+  if (tip.values[first][at.row][at.col] === null) return null;    // masked: nothing there
   const lines = [[t.query_token, tip.query_tokens[at.row]], [t.query_pos, tip.q0 + at.row],
                  [t.key_token, tip.key_tokens[at.col]], [t.key_pos, tip.k0 + at.col]];
   for (const [name, digits] of Object.entries(tip.digits))

@@ -14,11 +14,13 @@ import streamlit as st
 
 from ..charts import colors
 from ..charts import model as charts
+from ..charts.canvas import matrix_figure
 from ..errors import UserError
 from ..headstats import GRID_CELLS, HEAD_COLUMNS, SINK_COLUMNS, grid_frame, grid_image
 from ..models import BUNDLED
 from . import cache
 from . import model as cached
+from .canvas import figure_view
 from .chart import show
 from .heatmap_view import draw_comparison
 from .explain import explanation
@@ -199,11 +201,18 @@ def draw_rollout(report, layer: int) -> None:
     st.caption(t("model.rollout_help"))
     if report.is_causal:
         st.caption(t("model.rollout_causal"))
-    frame = charts.matrix_frame(report.rollout[layer], report.tokens)
-    chart = charts.matrix_chart(frame, report.tokens, lang(), value_title=t("model.rollout"),
-                                scheme="purples")
-    show(chart, width="content")
-    chart_buttons(chart, f"model_rollout_l{layer}", frame)
+    rollout, tokens, title = report.rollout[layer], report.tokens, t("model.rollout")
+    figure_view(matrix_figure(rollout, tokens, lang(), title=title, scheme="purples",
+                              size=_matrix_px(len(tokens), 720)), key=f"{PREFIX}_rollout")
+    frame = lambda: charts.matrix_frame(rollout, tokens)                     # noqa: E731
+    chart_buttons(lambda: charts.matrix_chart(frame(), tokens, lang(), value_title=title,
+                                              scheme="purples"),
+                  f"model_rollout_l{layer}", frame)
+
+
+def _matrix_px(n: int, most: int) -> int:
+    """A token x token panel's side: 14 px a token, within 300 and `most` (as the charts')."""
+    return min(max(300, 14 * n), most)
 
 
 def draw_value_weighted(source: str, text: str, tokens: tuple[str, ...], layer: int,
@@ -214,17 +223,14 @@ def draw_value_weighted(source: str, text: str, tokens: tuple[str, ...], layer: 
     alpha, norms, f_norm = cached.value_weighted(source, text, layer, head)
     left, right = st.columns(2)
     size = 340
-    with left:
-        st.markdown(t("model.value_raw"))
-        show(charts.matrix_chart(charts.matrix_frame(alpha, tokens), tokens, lang(),
-                                            value_title=t("model.weight"), max_size=size),
-                        width="content")
-    with right:
-        st.markdown(t("model.value_norm"))
-        show(charts.matrix_chart(charts.matrix_frame(norms, tokens), tokens, lang(),
-                                            value_title=t("model.norm"), scheme="oranges",
-                                            max_size=size),
-                        width="content")
+    for column, matrix, words, title, scheme in (
+            (left, alpha, "model.value_raw", t("model.weight"), "blues"),
+            (right, norms, "model.value_norm", t("model.norm"), "oranges")):
+        with column:
+            st.markdown(t(words))
+            figure_view(matrix_figure(matrix, tokens, lang(), title=title, scheme=scheme,
+                                      size=_matrix_px(len(tokens), size)),
+                        key=f"{PREFIX}_{scheme}_{words.rsplit('_', 1)[1]}")
     chart = charts.norm_chart(charts.norm_frame(f_norm, alpha.mean(dim=0), tokens), tokens,
                               lang())
     show(chart, width="content")
