@@ -172,6 +172,13 @@ def grid_image(weights: torch.Tensor, cells: int = GRID_CELLS):
     return out, b
 
 
+def grid_labels(tokens, cells: int = GRID_CELLS) -> list[str]:
+    """The label of each block of the grid (`grid_image`'s rows and columns within a head):
+    "token ·pos" for a block of one position, "·first–·last" for more."""
+    _, _, spans = block_matrices(len(tokens), cells)
+    return [_span_label(tokens, *span) for span in spans]
+
+
 def grid_frame(weights: torch.Tensor, tokens, cells: int = GRID_CELLS) -> pd.DataFrame:
     """weights (layers, heads, n, n) -> one row per (layer, head, query block, key block):
     layer, head, qb, kb (block index), query, key (labels), weight (pooled share)."""

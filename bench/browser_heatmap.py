@@ -35,7 +35,6 @@ one chart, all in one run, the pages taken in turn. Target <= 2.
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import sys
 import tempfile

@@ -97,3 +97,19 @@ def comparison_cells(at: AppTest) -> list[pd.DataFrame]:
     """The cells of every scaled | unscaled | difference figure drawn cell by cell."""
     return [figure_cells(f) for f in figures(at)
             if f["kind"] == "cells" and "weight" in f["tip"]["values"]]
+
+
+def grid_cells(at: AppTest) -> list[pd.DataFrame]:
+    """Per all-heads grid figure on the page, one row per block it draws: layer, head, qb, kb
+    and its weight as the tooltip carries it (3 decimals)."""
+    out = []
+    for figure in figures(at):
+        if figure["kind"] != "grid":
+            continue
+        step = figure["blocks"] + 1
+        rows = [{"layer": r // step, "head": c // step, "qb": r % step, "kb": c % step,
+                 "weight": v}
+                for r, line in enumerate(figure["tip"]["values"]) for c, v in enumerate(line)
+                if v is not None]
+        out.append(pd.DataFrame(rows))
+    return out

@@ -34,15 +34,16 @@ def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
     page.wait_for_url(lambda url: (lambda q: (q.get("mh_layer"), q.get("mh_head"), "mlayer" in q)
                                    )(parse_qs(urlparse(url).query)) == (["1"], ["3"], False),
                       timeout=LOAD)
-    # the grid: the first chart, painted on a canvas of the size the builder asked for
-    grid = page.locator('[data-testid="stVegaLiteChart"]').first.locator("canvas").first
-    expect(grid).to_be_visible(timeout=LOAD)
+    # the grid: the first canvas figure, a head 5 px a block (9 pieces: 9 blocks and a gap)
+    figure = page.locator('[data-testid="stMain"] .ae-heatmap').first
     page.wait_for_function("""() => {
-        const c = document.querySelector('[data-testid="stVegaLiteChart"] canvas');
-        const r = c && c.getBoundingClientRect();
-        return r && r.width > 600 && r.height > 300;
+        const root = document.querySelector('[data-testid="stMain"] .ae-heatmap');
+        return root && root.dataset.drawn && !root.dataset.pending;
     }""", timeout=LOAD)
+    grid = figure.locator("canvas").first
     box = grid.bounding_box()
+    assert box["width"] == pytest.approx(12 * 10 * 5, abs=1)
+    assert box["height"] == pytest.approx(6 * 10 * 5, abs=1)
     # the per-head table: 72 rows (the grid reports its row count to assistive tech)
     table = page.locator('[data-testid="stDataFrame"]').first
     expect(table).to_be_visible(timeout=LOAD)
@@ -51,9 +52,8 @@ def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
     # hover a head, read its tooltip, click it: the pickers and the URL follow
     x, y = box["x"] + box["width"] * 0.7, box["y"] + box["height"] * 0.6
     page.mouse.move(x, y)
-    tip = page.locator("#vg-tooltip-element")
+    tip = figure.locator(".ae-tooltip")
     expect(tip).to_be_visible(timeout=LOAD)
-    # (matched against textContent, which has no spaces between the tooltip's cells)
     expect(tip).to_contain_text(re.compile(r"Layer\s*\d+[\s\S]*Head\s*\d+"), timeout=LOAD)
     text = tip.inner_text()
     layer = int(re.search(r"Layer\s+(\d+)", text).group(1))

@@ -13,12 +13,14 @@ from attention import frames
 from attention.analysis import analyze
 from attention.charts import heatmap
 from attention.charts.canvas import (MAGIC, cells_figure, nice_ticks, overview_figure, pack,
-                                     matrix_figure, row_figure, unpack)
+                                     grid_figure, matrix_figure, row_figure,
+                                     unpack)
 from attention.charts.colors import SCHEMES, colorize
 from attention.charts.heatmap import NUMBERS_MAX, number_labels
 from attention.pooling import blocks_for, pooled_matrices
 from attention.spec import AttentionSpec
-from attention.ui.canvas import parse_brush
+from attention.headstats import grid_frame, grid_image, grid_labels
+from attention.ui.canvas import parse_brush, parse_pick
 from tests.apptest import TIP, figure_cells, figure_images
 
 CAT = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), heads=2, d_k=8,
@@ -219,3 +221,42 @@ def test_matrix_figure_is_the_matrix_on_its_own_scale_with_its_tokens():
     negative = matrix_figure(values - 0.5, tokens, "en", title="x")       # domain spans 0
     labels = [float(t) for _, t in negative["panels"][0]["legend"]["ticks"]]
     assert min(labels) < 0 <= max(labels)
+
+
+GRID_TOKENS = ("[CLS]", "a", '"quote', "<b>x</b>", "猫", "[SEP]")
+
+
+def test_grid_figure_is_every_heads_pooled_blocks_with_gaps_and_the_current_head():
+    torch.manual_seed(0)
+    weights = torch.softmax(torch.randn(2, 3, 6, 6), -1)                 # (layers, heads, n, n)
+    image, blocks = grid_image(weights, cells=12)
+    figure = grid_figure(image, blocks, grid_labels(GRID_TOKENS, cells=12), "en", current=(1, 2))
+    json.dumps(figure, allow_nan=False)
+    assert (figure["layers"], figure["heads"], figure["blocks"]) == (2, 3, 6)
+    values = figure["tip"]["values"]                                      # (2 * 7, 3 * 7)
+    step = blocks + 1
+    # every block of the tidy grid table (an independent pooling) is at its own place
+    for row in grid_frame(weights, GRID_TOKENS, cells=12).itertuples():
+        got = values[row.layer * step + row.qb][row.head * step + row.kb]
+        assert got == pytest.approx(row.weight, abs=5e-4 + 1e-9)
+        assert figure["tip"]["labels"][row.qb] == row.query
+    assert all(values[6][c] is None for c in range(3 * step))             # the gap rows
+    (pixels,) = figure_images(figure).values()
+    assert (pixels[6, :, 3] == 0).all() and (pixels[:6, :6, 3] == 255).all()
+    np.testing.assert_allclose(pixels[:6, :6], colorize(image[:6, :6], (0, 1), "blues"), atol=1)
+    assert figure["current"] == [1, 2]
+    assert [text for _, text in figure["x"]["ticks"]] == ["H0", "H1", "H2"]
+    assert [text for _, text in figure["y"]["ticks"]] == ["L0", "L1"]
+    other = grid_figure(image, blocks, grid_labels(GRID_TOKENS, cells=12), "en", current=(0, 0))
+    assert other["layout"] == figure["layout"]                           # another head: repaint
+
+
+@pytest.mark.parametrize("value", [None, [1, 2], {"layer": 1}, {"layer": "1", "head": 0},
+                                   {"layer": True, "head": 0}, {"layer": 2, "head": 0},
+                                   {"layer": 0, "head": -1}, {"layer": 1.0, "head": 0}])
+def test_a_malformed_or_foreign_head_pick_is_ignored(value):
+    assert parse_pick(value, layers=2, heads=3) is None
+
+
+def test_a_head_pick_of_the_model_is_kept():
+    assert parse_pick({"layer": 1, "head": 2}, layers=2, heads=3) == (1, 2)

@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..i18n import translate
 from . import colors
 from .heatmap import (DIFF_SCHEME, NUMBERS_MAX, PANEL, VALUES, WEIGHT_SCHEME, BlockAxes,
                       CellAxes, _t, clip_label, color_domain, number_labels, on_dark)
@@ -185,6 +186,42 @@ def _cells(axes: CellAxes, lang: str, panels: list[dict], tip: dict, size: int) 
               "legends": [p["legend"] is not None for p in panels], "panel": size}
     return {"layout": _layout_key(layout), **layout, "panels": panels, "tip": tip,
             "box": None, "brush": False}
+
+
+GRID_TIP_CELLS = 40_000   # the all-heads grid carries every block's weight up to this many
+
+
+def grid_figure(image: np.ndarray, blocks: int, labels: Sequence[str], lang: str = "en", *,
+                current: tuple[int, int] | None = None) -> dict:
+    """Every head of a model at a glance (headstats.grid_image: (layers * (b + 1),
+    heads * (b + 1)) pooled weights, NaN in the gaps between heads), layers down and heads
+    across, on one 'blues' scale over [0, 1]; `current` (layer, head) framed in red. A click
+    on a head is sent back as the trigger {"layer": l, "head": h}. The tooltip names the head
+    and, up to GRID_TIP_CELLS blocks, the block's query and key labels and its weight."""
+    def m(key: str, **values) -> str:
+        return translate(lang, f"model.{key}", **values)
+
+    step = blocks + 1
+    rows, cols = image.shape
+    layers, heads = rows // step, cols // step
+    px = max(1, min(5, 900 // max(cols, 1)))                       # 5 px a block for MiniLM
+
+    def ticks(count: int, key: str) -> list:
+        every = max(1, count // 16)                                 # at most ~16 labels
+        return [[(i * step + blocks / 2) * px, f"{m(key)}{i}"] for i in range(0, count, every)]
+
+    panel = {"title": "", "legend": legend("blues", (0.0, 1.0), m("weight")),
+             "image": colors.png_data_url(colors.colorize(image, (0.0, 1.0), "blues"))}
+    tip = {"titles": {name: m(name) for name in ("layer", "head", "query", "key", "weight")},
+           "labels": list(labels),
+           "values": _json_values(image, 3) if image.size <= GRID_TIP_CELLS else None}
+    layout = {"kind": "grid", "layers": layers, "heads": heads, "blocks": blocks, "px": px,
+              "x": {"title": m("grid_heads"), "ticks": ticks(heads, "grid_head")},
+              "y": {"title": m("grid_layers"), "ticks": ticks(layers, "grid_layer")},
+              "legends": [True]}
+    return {"layout": _layout_key(layout), **layout, "panels": [panel], "tip": tip,
+            "current": list(current) if current is not None else None, "box": None,
+            "brush": False}
 
 
 ROW_COLORS = ("#2b6cb0", "#d1495b")   # scaled, unscaled: the colours of the bar version

@@ -335,6 +335,83 @@ function paintRow(state) {
   }
 }
 
+// ---- every head of a model at a glance (kind "grid"): click a head to pick it ----
+
+function buildGrid(state, data) {
+  const { root } = state;
+  root.replaceChildren();
+  const step = data.blocks + 1, ratio = window.devicePixelRatio || 1;
+  const width = data.heads * step * data.px, height = data.layers * step * data.px;
+  const box = el("div", "ae-row-box");
+  const plot = el("div", "ae-plot");
+  const canvas = el("canvas");
+  canvas.width = Math.round(width * ratio);
+  canvas.height = Math.round(height * ratio);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", `${data.y.title} × ${data.x.title}`);
+  plot.appendChild(canvas);
+  box.append(el("div", "ae-ytitle", data.y.title), tickLabels(data.y.ticks, height, true), plot,
+             tickLabels(data.x.ticks, width, false), el("div", "ae-xtitle", data.x.title));
+  const legendSlot = el("div", "ae-legend-slot");
+  state.tip = el("div", "ae-tooltip");
+  state.tip.setAttribute("role", "tooltip");
+  root.append(box, legendSlot, state.tip);
+  state.grid = { canvas, width, height, legendSlot };
+  canvas.addEventListener("pointermove", (event) => {
+    const at = gridAt(state, canvas, event);
+    showTip(state, event, at && gridTip(state.data, at));
+  });
+  canvas.addEventListener("pointerleave", () => showTip(state, {}, null));
+  canvas.addEventListener("click", (event) => {
+    const at = gridAt(state, canvas, event);
+    if (at) state.setTriggerValue("pick", { layer: at.layer, head: at.head });
+  });
+}
+
+// The head and block under the pointer, or null over a gap between heads.
+function gridAt(state, canvas, event) {
+  const d = state.data, r = canvas.getBoundingClientRect(), step = d.blocks + 1;
+  const ux = Math.floor(((event.clientX - r.left) / r.width) * d.heads * step);
+  const uy = Math.floor(((event.clientY - r.top) / r.height) * d.layers * step);
+  if (ux < 0 || uy < 0 || ux >= d.heads * step || uy >= d.layers * step) return null;
+  const kb = ux % step, qb = uy % step;
+  if (kb === d.blocks || qb === d.blocks) return null;
+  return { layer: Math.floor(uy / step), head: Math.floor(ux / step), qb, kb, ux, uy };
+}
+
+function gridTip(d, at) {
+  const t = d.tip.titles, lines = [[t.layer, at.layer], [t.head, at.head]];
+  if (d.tip.values) {
+    lines.push([t.query, d.tip.labels[at.qb]], [t.key, d.tip.labels[at.kb]]);
+    const v = d.tip.values[at.uy][at.ux];
+    if (v !== null) lines.push([t.weight, v.toFixed(3)]);
+  }
+  return lines;
+}
+
+function paintGrid(state, image) {
+  const d = state.data, { canvas, width, height, legendSlot } = state.grid;
+  const ctx = canvas.getContext("2d"), s = canvas.width / width;
+  ctx.setTransform(s, 0, 0, s, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(image, 0, 0, width, height);
+  if (d.current) {                                            // the head shown below, framed
+    const [layer, head] = d.current, step = d.blocks + 1, px = d.px;
+    ctx.strokeStyle = "#d62728";
+    ctx.lineWidth = 2;
+    ctx.strokeRect(head * step * px - 1, layer * step * px - 1, d.blocks * px + 2,
+                   d.blocks * px + 2);
+  }
+  const legend = JSON.stringify(d.panels[0].legend);
+  if (legendSlot.dataset.legend !== legend) {
+    legendSlot.replaceChildren(legendBar(d.panels[0].legend, Math.min(width, 400)));
+    legendSlot.dataset.legend = legend;
+  }
+}
+
 export default function (component) {
   const { parentElement, setTriggerValue } = component;
   const data = unpack(component.data);
@@ -348,11 +425,12 @@ export default function (component) {
   state.data = data;
   state.setTriggerValue = setTriggerValue;
   state.root.toggleAttribute("data-brush", !!data.brush);
-  state.root.classList.toggle("ae-row", data.kind === "row");
+  state.root.classList.toggle("ae-row", data.kind === "row" || data.kind === "grid");
+  state.root.classList.toggle("ae-grid", data.kind === "grid");
   const version = ++state.version;
   state.root.dataset.pending = "1";
   if (state.layout !== data.layout) {
-    (data.kind === "row" ? buildRow : build)(state, data);
+    ({ row: buildRow, grid: buildGrid }[data.kind] || build)(state, data);
     state.layout = data.layout;
   }
   if (data.kind === "row") {
@@ -363,7 +441,8 @@ export default function (component) {
   }
   Promise.all(data.panels.map((panel) => decoded(panel.image))).then((decodedImages) => {
     if (version !== state.version) return;                 // a newer figure came meanwhile
-    data.panels.forEach((panel, i) => paint(state, panel, decodedImages[i], i));
+    if (data.kind === "grid") paintGrid(state, decodedImages[0]);
+    else data.panels.forEach((panel, i) => paint(state, panel, decodedImages[i], i));
     state.root.dataset.drawn = String(version);
     delete state.root.dataset.pending;
   }).catch(() => { if (version === state.version) delete state.root.dataset.pending; });

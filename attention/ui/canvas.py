@@ -6,7 +6,8 @@ canvases instead of a Vega view per chart. Its JavaScript and CSS are the files 
 one, read once at import.
 
     figure_view(cells_figure(...), key="hm_cells")
-    figure_view(overview_figure(...), key="hm_overview", on_brush=zoom_to)
+    figure_view(overview_figure(...), key="hm_overview", brush=zoom_to)
+    figure_view(grid_figure(...), key="model_grid", pick=open_head)
 """
 from __future__ import annotations
 
@@ -24,19 +25,39 @@ _component = st.components.v2.component(
     css=(HERE / "canvas.css").read_text(encoding="utf-8"), isolate_styles=False)
 
 
-def figure_view(figure: dict, *, key: str, on_brush: Callable[[], None] | None = None,
-                width: str = "content") -> None:
-    """Draw `figure`; on_brush: called (before the rerun) when a box was dragged on it, with
-    the box at `brush(key)`; width "stretch" for a figure as wide as the column (a row)."""
+def figure_view(figure: dict, *, key: str, width: str = "content",
+                **events: Callable[[], None]) -> None:
+    """Draw `figure`; width "stretch" for a figure as wide as the column (a row). events:
+    brush=callback (a box dragged on an overview: `brush(key)`) or pick=callback (a head
+    clicked on the grid: `pick(key, layers, heads)`), called before the rerun."""
     _component(data=pack(figure), key=key, width=width,
-               **({"on_brush_change": on_brush} if on_brush else {}))
+               **{f"on_{event}_change": callback for event, callback in events.items()})
+
+
+def _trigger(key: str, event: str):
+    result = st.session_state.get(key)
+    return result.get(event) if isinstance(result, dict) else None
+
+
+def pick(key: str, layers: int, heads: int) -> tuple[int, int] | None:
+    """The head last clicked on the grid drawn under `key`, as (layer, head), or None."""
+    return parse_pick(_trigger(key, "pick"), layers, heads)
+
+
+def parse_pick(value, layers: int, heads: int) -> tuple[int, int] | None:
+    """A clicked head as the browser sent it, kept only when it is a head of the model."""
+    if not isinstance(value, dict):
+        return None
+    layer, head = value.get("layer"), value.get("head")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (layer, head)):
+        return None
+    return (layer, head) if 0 <= layer < layers and 0 <= head < heads else None
 
 
 def brush(key: str) -> dict | None:
     """The box last dragged on the figure drawn under `key`: {"query_start": [a, b],
     "key_start": [c, d]} in positions, or None."""
-    result = st.session_state.get(key)
-    return parse_brush(result.get("brush") if isinstance(result, dict) else None)
+    return parse_brush(_trigger(key, "brush"))
 
 
 def parse_brush(box) -> dict | None:

@@ -123,7 +123,7 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     with overview_slot:
         chart_key = f"{key_prefix}_overview"
         figure_view(overview_figure(images, axes, lang(), box=box, shared=shared), key=chart_key,
-                    on_brush=partial(_zoom_to_brush, chart_key, key_prefix, n))
+                    brush=partial(_zoom_to_brush, chart_key, key_prefix, n))
         chart_buttons(lambda: charts.overview_chart(images, axes, lang(), box=box, shared=shared),
                       f"{key_prefix}_overview_head{head}_{how}",
                       lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),  # on a click
@@ -166,7 +166,7 @@ def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
 
 
 def _zoom_to_brush(chart_key: str, key_prefix: str, n: int) -> None:
-    """on_brush of the overview: a box dragged on it becomes the zoom window (size, first
+    """The overview's brush event: a box dragged on it becomes the zoom window (size, first
     query, first key), set before the zoom controls are drawn on the rerun."""
     box = brush(chart_key)                                 # None unless well formed
     if box is not None:

@@ -8,19 +8,19 @@ click on the grid) and the explanations live here; the interventions are interve
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Callable
 
 import streamlit as st
 
-from ..charts import colors
 from ..charts import model as charts
-from ..charts.canvas import matrix_figure
+from ..charts.canvas import grid_figure, matrix_figure
 from ..errors import UserError
-from ..headstats import GRID_CELLS, HEAD_COLUMNS, SINK_COLUMNS, grid_frame, grid_image
+from ..headstats import GRID_CELLS, HEAD_COLUMNS, SINK_COLUMNS, grid_image, grid_labels
 from ..models import BUNDLED
 from . import cache
 from . import model as cached
-from .canvas import figure_view
+from .canvas import figure_view, pick
 from .chart import show
 from .heatmap_view import draw_comparison
 from .explain import explanation
@@ -32,7 +32,6 @@ from .text import lang, message, t
 PREFIX = "mh"          # this tab's URL keys: mh_<name> (docs/architecture.md, "The spec and the URL")
 LAYER_VIEW, HEAD_VIEW, STAT_VIEW = f"{PREFIX}_layer", f"{PREFIX}_head", f"{PREFIX}_stat"
 GRID_KEY = "model_grid"
-GRID_RECTS = 6 * 12 * GRID_CELLS * GRID_CELLS   # MiniLM's grid, rect by rect; more: one image
 
 # Formulas are symbols only, the same in every language; the words around them are in model.toml.
 FORMULAS = {
@@ -122,18 +121,15 @@ def draw_pieces(report) -> None:
         st.caption(t("model.unknown_pieces", unk=unk, count=count, n=len(report.tokens)))
 
 
-def _apply_grid_click() -> None:
-    """on_select callback: copy the clicked head into the pickers (runs before the rerun)."""
-    event = st.session_state.get(GRID_KEY)
-    picked = ((event or {}).get("selection") or {}).get(charts.GRID_PICK) or []
-    if picked:
-        st.session_state["view_" + LAYER_VIEW] = int(picked[0]["layer"])
-        st.session_state["view_" + HEAD_VIEW] = int(picked[0]["head"])
+def _apply_grid_click(layers: int, heads: int) -> None:
+    """The grid's pick event: copy the clicked head into the pickers (runs before the rerun)."""
+    picked = pick(GRID_KEY, layers, heads)
+    if picked is not None:
+        st.session_state["view_" + LAYER_VIEW], st.session_state["view_" + HEAD_VIEW] = picked
 
 
 def draw_grid(report, current: tuple[int, int], hidden: bool = False) -> None:
-    """Every head, pooled; the current head framed; a click on one picks it. Up to MiniLM's
-    size one rect per block, beyond that one image (a 32 x 32 model has 1,024 heads)."""
+    """Every head, pooled, on the canvas; the current head framed; a click on one picks it."""
     layers, heads, n, _ = report.shown.shape
     st.subheader(t("model.grid_title", count=layers * heads))
     st.caption(t("model.grid_help", cells=GRID_CELLS))
@@ -141,15 +137,9 @@ def draw_grid(report, current: tuple[int, int], hidden: bool = False) -> None:
         st.caption(t("model.grid_causal"))
     if hidden:
         st.caption(t("model.grid_hidden"))
-    if layers * heads * min(n, GRID_CELLS) ** 2 <= GRID_RECTS:
-        chart = charts.grid_chart(grid_frame(report.shown, report.tokens), lang(),
-                                  current=current)
-    else:
-        image, blocks = grid_image(report.shown)
-        url = colors.png_data_url(colors.colorize(image, (0.0, 1.0), "blues"))
-        chart = charts.grid_image_chart(url, layers, heads, blocks, lang(), current=current)
-    show(chart, on_select=_apply_grid_click, selection_mode=charts.GRID_PICK,
-                    key=GRID_KEY, width="content")
+    image, blocks = grid_image(report.shown)
+    figure = grid_figure(image, blocks, grid_labels(report.tokens), lang(), current=current)
+    figure_view(figure, key=GRID_KEY, pick=partial(_apply_grid_click, layers, heads))
 
 
 def pick_head(layers: int, heads: int) -> tuple[int, int]:
