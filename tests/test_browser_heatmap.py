@@ -114,6 +114,21 @@ def test_long_input_draws_an_overview_image_on_a_canvas(server, page):
     eventually(page, lambda: np.testing.assert_allclose(
         np.array(page.evaluate(PIXELS, [1, 0, 16, 16, cells])).reshape(16, 16, 4), expected,
         atol=2))
+    # Another window of the same size: the same canvases (kept), new labels and colours.
+    page.evaluate(f"() => {{ document.querySelectorAll('{FIGURES}')[1].querySelector('canvas')"
+                  ".__kept = true; }")
+    start = page.get_by_role("spinbutton", name="First query position")
+    start.fill("32")
+    start.press("Enter")
+    expect(zoom.locator(".ae-ylabels .ae-label")).to_have_text([f"w{i}" for i in range(32, 48)],
+                                                               timeout=UI_TIMEOUT)
+    w, u = a.scaled.weights[0, 32:48, :16], a.unscaled.weights[0, 32:48, :16]
+    expected = colorize(w.numpy(), (0.0, max(float(w.max()), float(u.max()))), "blues")
+    eventually(page, lambda: np.testing.assert_allclose(
+        np.array(page.evaluate(PIXELS, [1, 0, 16, 16, cells])).reshape(16, 16, 4), expected,
+        atol=2))
+    assert page.evaluate(f"() => document.querySelectorAll('{FIGURES}')[1]"
+                         ".querySelector('canvas').__kept") is True
 
 
 def test_dragging_a_box_on_the_overview_moves_the_zoom_window_there(server, page):

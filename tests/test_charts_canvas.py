@@ -115,7 +115,9 @@ def test_same_window_shape_is_the_same_layout_another_is_not():
     assert a["layout"] == b["layout"] and a["panels"] != b["panels"]      # repaint only
     other = AttentionSpec(tokens=("a", "cat", "sat", "on", "the", "mat"), heads=2, d_k=8)
     _, c = figure_for(other, 0, range(6), range(6))
-    assert c["layout"] != a["layout"]                                      # new labels: rebuild
+    assert c["layout"] == a["layout"] and c["labels_key"] != a["labels_key"]   # relabel only
+    _, d = figure_for(CAT, 0, range(5), range(6))
+    assert d["layout"] != a["layout"]                                      # another shape: rebuild
 
 
 def test_overview_is_the_pooled_images_with_the_window_outlined():

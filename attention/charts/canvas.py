@@ -181,11 +181,13 @@ def _cells(axes: CellAxes, lang: str, panels: list[dict], tip: dict, size: int) 
         "y": {"title": _t(lang, "axis_query"),
               "labels": [clip_label(t) for t in axes.query_tokens]},
     }
-    layout = {"kind": "cells", "rows": len(axes.queries), "cols": len(axes.keys), **axis,
-              "titles": [p["title"] for p in panels],
+    layout = {"kind": "cells", "rows": len(axes.queries), "cols": len(axes.keys),
+              "titles": [p["title"] for p in panels], "axis_titles": [axis["x"]["title"],
+                                                                     axis["y"]["title"]],
               "legends": [p["legend"] is not None for p in panels], "panel": size}
-    return {"layout": _layout_key(layout), **layout, "panels": panels, "tip": tip,
-            "box": None, "brush": False}
+    # another window of the same size keeps the elements and rewrites only the labels
+    return {"layout": _layout_key(layout), "labels_key": _layout_key(axis), **layout, **axis,
+            "panels": panels, "tip": tip, "box": None, "brush": False}
 
 
 GRID_TIP_CELLS = 40_000   # the all-heads grid carries every block's weight up to this many

@@ -116,9 +116,11 @@ function build(state, data) {
   state.panels = data.panels.map((panel, i) => {
     const box = el("div", "ae-panel");
     box.appendChild(el("div", "ae-title", panel.title));
+    let ylabels = null;
     if (i === 0) {
       box.appendChild(el("div", "ae-ytitle", data.y.title));
-      box.appendChild(axisLabels(data.y, data.rows, data.n, side, true));
+      ylabels = axisLabels(data.y, data.rows, data.n, side, true);
+      box.appendChild(ylabels);
     }
     const plot = el("div", "ae-plot");
     const canvas = el("canvas");
@@ -129,15 +131,29 @@ function build(state, data) {
     const brush = el("div", "ae-brush");
     plot.append(canvas, brush);
     const legendSlot = el("div", "ae-legend-slot");
-    box.append(plot, axisLabels(data.x, data.cols, data.n, side, false),
-               el("div", "ae-xtitle", data.x.title), legendSlot);
+    const xlabels = axisLabels(data.x, data.cols, data.n, side, false);
+    box.append(plot, xlabels, el("div", "ae-xtitle", data.x.title), legendSlot);
     root.appendChild(box);
     listen(state, canvas, brush, i);
-    return { canvas, legendSlot };
+    return { canvas, legendSlot, xlabels, ylabels };
   });
   state.tip = el("div", "ae-tooltip");
   state.tip.setAttribute("role", "tooltip");
   root.appendChild(state.tip);
+}
+
+// Another window of the same shape: new token labels in the same elements' places.
+function relabel(state, data) {
+  const side = data.panel;
+  for (const panel of state.panels) {
+    for (const [name, axis, count, vertical] of [["xlabels", data.x, data.cols, false],
+                                                 ["ylabels", data.y, data.rows, true]]) {
+      if (!panel[name]) continue;
+      const fresh = axisLabels(axis, count, data.n, side, vertical);
+      panel[name].replaceWith(fresh);
+      panel[name] = fresh;
+    }
+  }
 }
 
 // The cell (or block) under the pointer, in the figure's rows and columns.
@@ -432,7 +448,10 @@ export default function (component) {
   if (state.layout !== data.layout) {
     ({ row: buildRow, grid: buildGrid }[data.kind] || build)(state, data);
     state.layout = data.layout;
+  } else if (data.labels_key && state.labelsKey !== data.labels_key) {
+    relabel(state, data);
   }
+  state.labelsKey = data.labels_key;
   if (data.kind === "row") {
     paintRow(state);
     state.root.dataset.drawn = String(version);
