@@ -32,6 +32,24 @@ function unpack(bytes) {
 }
 
 // An image decoded off the main thread (createImageBitmap), kept by its digest.
+// A canvas of width x height CSS px, backed at the screen's pixel ratio, named for readers.
+function sizedCanvas(width, height, label) {
+  const canvas = el("canvas"), ratio = window.devicePixelRatio || 1;
+  canvas.width = Math.round(width * ratio);
+  canvas.height = Math.round(height * ratio);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", label);
+  return canvas;
+}
+
+function tooltip() {
+  const tip = el("div", "ae-tooltip");
+  tip.setAttribute("role", "tooltip");
+  return tip;
+}
+
 function decoded(image) {
   if (images.has(image.id)) return Promise.resolve(images.get(image.id));
   return createImageBitmap(new Blob([image.bytes], { type: "image/png" })).then((bitmap) => {
@@ -112,7 +130,7 @@ function legendBar(spec, side) {
 function build(state, data) {
   const { root } = state;
   root.replaceChildren();
-  const side = data.panel, ratio = window.devicePixelRatio || 1;
+  const side = data.panel;
   state.panels = data.panels.map((panel, i) => {
     const box = el("div", "ae-panel");
     box.appendChild(el("div", "ae-title", panel.title));
@@ -123,11 +141,7 @@ function build(state, data) {
       box.appendChild(ylabels);
     }
     const plot = el("div", "ae-plot");
-    const canvas = el("canvas");
-    canvas.width = canvas.height = Math.round(side * ratio);
-    canvas.style.width = canvas.style.height = `${side}px`;
-    canvas.setAttribute("role", "img");
-    canvas.setAttribute("aria-label", panel.title);
+    const canvas = sizedCanvas(side, side, panel.title);
     const brush = el("div", "ae-brush");
     plot.append(canvas, brush);
     const legendSlot = el("div", "ae-legend-slot");
@@ -137,8 +151,7 @@ function build(state, data) {
     listen(state, canvas, brush, i);
     return { canvas, legendSlot, xlabels, ylabels };
   });
-  state.tip = el("div", "ae-tooltip");
-  state.tip.setAttribute("role", "tooltip");
+  state.tip = tooltip();
   root.appendChild(state.tip);
 }
 
@@ -271,7 +284,7 @@ function buildRow(state, data) {
   const { root } = state;
   root.replaceChildren();
   const width = Math.max(320, (root.parentElement.clientWidth || 760) - 80);
-  const height = data.height, n = data.n, ratio = window.devicePixelRatio || 1;
+  const height = data.height, n = data.n;
   const legend = el("div", "ae-row-legend");
   for (const series of data.series) {
     const swatch = el("span", "ae-swatch");
@@ -282,21 +295,14 @@ function buildRow(state, data) {
   }
   const box = el("div", "ae-row-box");
   const plot = el("div", "ae-plot");
-  const canvas = el("canvas");
-  canvas.width = Math.round(width * ratio);
-  canvas.height = Math.round(height * ratio);
-  canvas.style.width = `${width}px`;
-  canvas.style.height = `${height}px`;
-  canvas.setAttribute("role", "img");
-  canvas.setAttribute("aria-label", data.series.map((s) => s.name).join(" / "));
+  const canvas = sizedCanvas(width, height, data.series.map((s) => s.name).join(" / "));
   const guide = el("div", "ae-guide");
   plot.append(canvas, guide);
   const xs = data.x.ticks.map((t) => [((t + 0.5) / n) * width, String(t)]);
   const ys = data.y.ticks.map((t) => [height - t * height, String(t)]);
   box.append(el("div", "ae-ytitle", data.y.title), tickLabels(ys, height, true), plot,
              tickLabels(xs, width, false), el("div", "ae-xtitle", data.x.title));
-  state.tip = el("div", "ae-tooltip");
-  state.tip.setAttribute("role", "tooltip");
+  state.tip = tooltip();
   root.append(legend, box, state.tip);
   state.row = { canvas, guide, width, height };
   canvas.addEventListener("pointermove", (event) => {
@@ -356,23 +362,16 @@ function paintRow(state) {
 function buildGrid(state, data) {
   const { root } = state;
   root.replaceChildren();
-  const step = data.blocks + 1, ratio = window.devicePixelRatio || 1;
+  const step = data.blocks + 1;
   const width = data.heads * step * data.px, height = data.layers * step * data.px;
   const box = el("div", "ae-row-box");
   const plot = el("div", "ae-plot");
-  const canvas = el("canvas");
-  canvas.width = Math.round(width * ratio);
-  canvas.height = Math.round(height * ratio);
-  canvas.style.width = `${width}px`;
-  canvas.style.height = `${height}px`;
-  canvas.setAttribute("role", "img");
-  canvas.setAttribute("aria-label", `${data.y.title} × ${data.x.title}`);
+  const canvas = sizedCanvas(width, height, `${data.y.title} × ${data.x.title}`);
   plot.appendChild(canvas);
   box.append(el("div", "ae-ytitle", data.y.title), tickLabels(data.y.ticks, height, true), plot,
              tickLabels(data.x.ticks, width, false), el("div", "ae-xtitle", data.x.title));
   const legendSlot = el("div", "ae-legend-slot");
-  state.tip = el("div", "ae-tooltip");
-  state.tip.setAttribute("role", "tooltip");
+  state.tip = tooltip();
   root.append(box, legendSlot, state.tip);
   state.grid = { canvas, width, height, legendSlot };
   canvas.addEventListener("pointermove", (event) => {
