@@ -1,6 +1,7 @@
 """Tensors -> tidy pandas DataFrames: one row per (head, query, key) cell, for charts and CSV."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -9,6 +10,29 @@ from .core import scores
 
 CELL_COLUMNS = ["head", "query_pos", "query_token", "key_pos", "key_token",
                 "raw_score", "scaled_score", "weight", "unscaled_weight", "difference"]
+
+
+WINDOW_COLUMNS = ("raw_score", "scaled_score", "weight", "unscaled_weight", "difference")
+
+
+def window(a: Analysis, head: int, queries: range, keys: range) -> dict[str, np.ndarray]:
+    """The numbers of `cells` for one head and window as (queries, keys) float64 matrices,
+    NaN where the mask hides a cell: what a click draws, with no table made (the table, for
+    a download, is `cells`)."""
+    queries = range(max(queries.start, 0), min(queries.stop, a.n))
+    keys = range(max(keys.start, 0), min(keys.stop, a.n))
+    qs, ks = slice(queries.start, queries.stop), slice(keys.start, keys.stop)
+    raw = scores(a.q[head, qs], a.k[head, ks])                        # (nq, nk)
+    sc, un = a.result(True, head, qs), a.result(False, head, qs)      # (nq, n) each
+    w, uw = sc.weights[:, ks], un.weights[:, ks]                      # (nq, nk)
+    out = {"raw_score": raw, "scaled_score": sc.scores[:, ks], "weight": w,
+           "unscaled_weight": uw, "difference": w - uw}
+    out = {name: m.to(torch.float64).numpy().copy() for name, m in out.items()}   # own memory
+    if a.mask is not None:
+        hidden = ~a.mask[qs, ks].numpy()                               # (nq, nk)
+        for m in out.values():
+            m[hidden] = np.nan
+    return out
 
 
 def cells(a: Analysis, heads: list[int] | None = None, queries: range | None = None,

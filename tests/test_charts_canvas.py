@@ -29,8 +29,8 @@ CAT = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), heads=2, d
 
 def figure_for(spec: AttentionSpec, head: int, queries: range, keys: range, shared=True):
     a = analyze(spec)
-    frame = frames.cells(a, heads=[head], queries=queries, keys=keys)
-    return a, cells_figure(frame, heatmap.cell_axes(a.tokens, queries, keys), "en", shared=shared)
+    return a, cells_figure(frames.window(a, head, queries, keys),
+                           heatmap.cell_axes(a.tokens, queries, keys), "en", shared=shared)
 
 
 def test_cells_are_the_heads_weights_coloured_on_one_shared_scale():

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attention.analysis import analyze
-from attention.frames import CELL_COLUMNS, cells, row_metrics
+from attention.frames import CELL_COLUMNS, WINDOW_COLUMNS, cells, row_metrics, window
 from attention.spec import AttentionSpec
 
 TOKENS = ("the", "cat", "sat", "on", "the", "mat")
@@ -81,3 +81,24 @@ def test_row_metrics_frame(a):
     one = frame[frame["scaled"] & (frame["head"] == 1) & (frame["query_pos"] == 4)]
     assert one["query_token"].item() == "the"
     assert one["entropy"].item() == pytest.approx(a.scaled_metrics["entropy"][1, 4].item())
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_window_holds_the_cells_numbers_as_matrices_nan_where_masked(causal):
+    spec = AttentionSpec(tokens=tuple(f"t{i}" for i in range(30)), heads=3, causal=causal, seed=9)
+    a = analyze(spec)
+    queries, keys = range(8, 20), range(5, 30)
+    grids = window(a, 2, queries, keys)
+    table = cells(a, heads=[2], queries=queries, keys=keys)
+    for name in WINDOW_COLUMNS:
+        assert grids[name].shape == (12, 25)
+        for row in table.itertuples():
+            assert grids[name][row.query_pos - 8, row.key_pos - 5] == pytest.approx(
+                getattr(row, name), abs=1e-6)
+    drawn = ~np.isnan(grids["weight"])
+    assert drawn.sum() == len(table)
+    if causal:
+        assert not drawn[0, 4]                     # query 8 cannot see key 9
+    # the weights are the head's own softmax rows, cut to the window
+    torch.testing.assert_close(torch.tensor(grids["weight"][drawn]),
+                               a.scaled.weights[2, 8:20, 5:30].double()[torch.tensor(drawn)])

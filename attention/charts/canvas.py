@@ -9,7 +9,7 @@ exports, which stay Vega) colour them. The browser only scales the images, write
 labels and numbers it is given and answers the pointer: tooltips, and on an overview a box
 to drag (a new zoom window) and the current window outlined.
 
-    figure = cells_figure(frame, axes, "en", shared=True)   # frames.cells rows of one head
+    figure = cells_figure(frames.window(a, head, queries, keys), axes, "en", shared=True)
     figure = overview_figure(images, axes, "en", box=(q0, q1, k0, k1))
 
 A figure is a dict of JSON values (no NaN: a masked cell is None), each panel's image a PNG
@@ -26,7 +26,7 @@ import hashlib
 import json
 import math
 import struct
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -86,29 +86,16 @@ def _layout_key(parts: dict) -> str:
     return hashlib.sha1(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def grids(frame: pd.DataFrame, axes: CellAxes, columns: Sequence[str]) -> dict[str, np.ndarray]:
-    """frames.cells rows of one head -> {column: (queries, keys) matrix}, NaN where no row
-    is (a masked cell)."""
-    rows = frame["query_pos"].to_numpy() - axes.queries.start                  # (cells,)
-    cols = frame["key_pos"].to_numpy() - axes.keys.start
-    out = {}
-    for column in columns:
-        grid = np.full((len(axes.queries), len(axes.keys)), np.nan)            # (q, k)
-        grid[rows, cols] = frame[column].to_numpy(dtype=np.float64)
-        out[column] = grid
-    return out
-
-
-def cells_figure(frame: pd.DataFrame, axes: CellAxes, lang: str = "en", *,
+def cells_figure(tips: Mapping[str, np.ndarray], axes: CellAxes, lang: str = "en", *,
                  shared: bool = True) -> dict:
-    """Scaled | unscaled | difference of one head, cell by cell (frame: frames.cells rows of
-    that head, inside `axes`): one pixel a cell, the tokens on the axes, the weights printed
-    in the cells up to NUMBERS_MAX a side, every number of a cell in its tooltip."""
-    tips = grids(frame, axes, list(TIP_DIGITS))
+    """Scaled | unscaled | difference of one head, cell by cell (tips: frames.window of that
+    head over `axes`, each TIP_DIGITS column a (queries, keys) matrix, NaN where masked): one
+    pixel a cell, the tokens on the axes, the weights printed in the cells up to NUMBERS_MAX
+    a side, every number of a cell in its tooltip."""
     small = axes.side <= NUMBERS_MAX
     panels = []
     for value in VALUES:
-        domain = color_domain(frame, value, shared)
+        domain = color_domain(tips, value, shared)
         grid = tips[value]                                                      # (q, k)
         panel = {"title": _t(lang, f"panel_{value}"),
                  "image": colors.png_data_url(colors.colorize(grid, domain, _scheme(value))),

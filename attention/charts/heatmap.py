@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import altair as alt
 import numpy as np
@@ -158,15 +158,22 @@ def _tooltip(lang: str) -> list[alt.Tooltip]:
     ]
 
 
-def color_domain(frame: pd.DataFrame, value: str, shared: bool = True) -> tuple[float, float]:
+def color_domain(columns: pd.DataFrame | Mapping[str, np.ndarray], value: str,
+                 shared: bool = True) -> tuple[float, float]:
     """Weights: [0, the larger max of the scaled and unscaled columns], so both panels share
-    one scale (shared=False: the column's own max). Differences: symmetric around 0."""
+    one scale (shared=False: the column's own max). Differences: symmetric around 0.
+    columns: a frame of cells, or {column: array} (NaN, a masked cell, is skipped)."""
+    def largest(name: str) -> float:
+        values = np.asarray(columns[name], dtype=np.float64).ravel()
+        values = np.abs(values) if value == "difference" else values
+        values = values[~np.isnan(values)]
+        return float(values.max()) if values.size else 0.0
+
     if value == "difference":
-        m = float(frame["difference"].abs().max()) if len(frame) else 0.0
+        m = largest("difference")
         m = m if m > 0 else 1e-6
         return (-m, m)
-    columns = ["weight", "unscaled_weight"] if shared else [value]
-    top = float(frame[columns].max().max()) if len(frame) else 0.0
+    top = max(largest(name) for name in (["weight", "unscaled_weight"] if shared else [value]))
     return (0.0, top if top > 0 else 1.0)
 
 

@@ -136,13 +136,15 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
 def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
                 key_prefix: str, shared: bool) -> None:
     """Every cell of a window of one head, on the canvas; its PNG/SVG drawn by Vega on a click."""
-    frame = frames.cells(analysis, heads=[head], queries=queries, keys=keys)
     axes = charts.cell_axes(analysis.tokens, queries, keys)
-    figure_view(cells_figure(frame, axes, lang(), shared=shared), key=f"{key_prefix}_cells")
+    figure = cells_figure(frames.window(analysis, head, queries, keys), axes, lang(),
+                          shared=shared)
+    figure_view(figure, key=f"{key_prefix}_cells")
     name = (f"{key_prefix}_attention_head{head}_q{queries.start}-{queries.stop - 1}"
             f"_k{keys.start}-{keys.stop - 1}")
-    chart_buttons(lambda: charts.comparison_chart(frame, axes, lang(), shared=shared), name, frame,
-                  csv_key=f"{key_prefix}_csv_cells")
+    table = lambda: frames.cells(analysis, heads=[head], queries=queries, keys=keys)  # noqa: E731
+    chart_buttons(lambda: charts.comparison_chart(table(), axes, lang(), shared=shared), name,
+                  table, csv_key=f"{key_prefix}_csv_cells")   # both made on a click
 
 
 def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
