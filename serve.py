@@ -25,8 +25,10 @@ WARMUP_ENV = "ATTENTION_EXPLORER_WARMUP"
 
 
 def _warm_up() -> None:
+    from attention.ui import prefetch
     from attention.ui.warmup import warm_up
 
+    prefetch.enable()     # the pages may queue what a next click needs (attention/ui/prefetch.py)
     warm_up()
 
 

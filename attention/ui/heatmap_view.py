@@ -29,6 +29,7 @@ from .canvas import brush, figure_view
 from .chart import show
 from .explain import explanation
 from .export import chart_buttons
+from .prefetch import prefetch
 from .state import flag, view_widget
 from .text import lang, t
 
@@ -39,6 +40,7 @@ GRID_ROWS = 16384      # the all-heads grid is drawn cell by cell up to this man
 WINDOWS = (16, 24, 32, 48, 64)
 DEFAULT_WINDOW = 16    # 16 x 16: every label fits and the weights are printed in the cells
 VIEWS = ("compare", "grid", "row")
+PREFETCH_HEADS = 3     # an overview's neighbouring heads computed ahead of a click
 SHOWN_ROW_METRICS = (("max_weight", "{:.3f}"), ("effective_tokens", "{:.1f}"))
 
 
@@ -131,6 +133,16 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     zoom_title.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
                            k0=keys.start, k1=keys.stop - 1))
     _draw_cells(analysis, head, queries, keys, key_prefix, shared)
+    prefetch_overviews(analysis, head, how, shared)
+
+
+def prefetch_overviews(analysis: Analysis, head: int, how: str, shared: bool) -> None:
+    """Queue the overviews of the PREFETCH_HEADS heads nearest `head` (a click on the head
+    picker usually moves one or two), computed while the pages rest (ui/prefetch.py)."""
+    near = sorted((h for h in range(analysis.heads) if h != head), key=lambda h: abs(h - head))
+    for other in near[:PREFETCH_HEADS]:
+        prefetch(("overview", analysis.digest, other, how, shared),
+                 partial(_images, analysis, (other,), OVERVIEW_BLOCKS, how, shared))
 
 
 def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
