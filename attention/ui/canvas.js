@@ -1,8 +1,10 @@
-// The canvas heatmap: a figure from attention/charts/canvas.py drawn as panels side by side.
-// Each panel is a canvas showing one image (a pixel a cell or a block) scaled up without
-// smoothing, with the numbers it is given printed on it; axis labels, titles, legends and the
-// tooltip are DOM text set through textContent only (a token is never markup). A figure with
-// the same `layout` as the last one keeps every element: only the canvases are repainted.
+// The canvas heatmap: a figure from attention/charts/canvas.py. Kinds "cells" and "blocks"
+// are panels side by side, each a canvas showing one image (a pixel a cell or a block) scaled
+// up without smoothing, with the numbers it is given printed on it; "row" is two step lines
+// over every key; "grid" is every head of a model in one image, a click picking a head. Axis
+// labels, titles, legends and tooltips are DOM text set through textContent only (a token is
+// never markup). A figure with the same `layout` as the last one keeps every element: only
+// the canvases are repainted (and, for cells, the labels rewritten when they changed).
 // While images decode, the root carries data-pending (tests and benches wait on it); after,
 // data-drawn.
 
@@ -31,7 +33,6 @@ function unpack(bytes) {
   return data;
 }
 
-// An image decoded off the main thread (createImageBitmap), kept by its digest.
 // A canvas of width x height CSS px, backed at the screen's pixel ratio, named for readers.
 function sizedCanvas(width, height, label) {
   const canvas = el("canvas"), ratio = window.devicePixelRatio || 1;
@@ -50,6 +51,7 @@ function tooltip() {
   return tip;
 }
 
+// An image decoded off the main thread (createImageBitmap), kept by its digest.
 function decoded(image) {
   if (images.has(image.id)) return Promise.resolve(images.get(image.id));
   return createImageBitmap(new Blob([image.bytes], { type: "image/png" })).then((bitmap) => {
