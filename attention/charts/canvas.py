@@ -33,15 +33,11 @@ import pandas as pd
 
 from ..i18n import translate
 from . import colors
-from .heatmap import (DIFF_SCHEME, NUMBERS_MAX, PANEL, VALUES, WEIGHT_SCHEME, BlockAxes,
-                      CellAxes, _t, clip_label, color_domain, number_labels, on_dark)
+from .heatmap import (NUMBERS_MAX, PANEL, VALUES, BlockAxes, CellAxes, _t, clip_label,
+                      color_domain, number_labels, on_dark, scheme_for)
 
 TIP_DIGITS = {"raw_score": 3, "scaled_score": 3, "weight": 4, "unscaled_weight": 4,
               "difference": 4}     # decimals a tooltip shows (the Vega tooltips' formats)
-
-
-def _scheme(value: str) -> str:
-    return DIFF_SCHEME if value == "difference" else WEIGHT_SCHEME
 
 
 def _json_values(matrix: np.ndarray, digits: int) -> list:
@@ -78,8 +74,14 @@ def legend(scheme: str, domain: tuple[float, float], title: str, count: int = 4)
             "ticks": [[(t - lo) / ((hi - lo) or 1.0), _tick_label(t, step)] for t in ticks]}
 
 
-def _legend_title(value: str, shared: bool) -> str:
-    return "legend_shared" if shared and value == "unscaled_weight" else f"legend_{value}"
+def _panel_legend(value: str, domain: tuple[float, float], lang: str,
+                  shared: bool) -> dict | None:
+    """A comparison panel's legend: none on the scaled panel when both weight panels share the
+    unscaled one's."""
+    if shared and value == "weight":
+        return None
+    title = "legend_shared" if shared and value == "unscaled_weight" else f"legend_{value}"
+    return legend(scheme_for(value), domain, _t(lang, title))
 
 
 def _layout_key(parts: dict) -> str:
@@ -98,9 +100,8 @@ def cells_figure(tips: Mapping[str, np.ndarray], axes: CellAxes, lang: str = "en
         domain = color_domain(tips, value, shared)
         grid = tips[value]                                                      # (q, k)
         panel = {"title": _t(lang, f"panel_{value}"),
-                 "image": colors.png_data_url(colors.colorize(grid, domain, _scheme(value))),
-                 "legend": None if shared and value == "weight"
-                 else legend(_scheme(value), domain, _t(lang, _legend_title(value, shared)))}
+                 "image": colors.png_data_url(colors.colorize(grid, domain, scheme_for(value))),
+                 "legend": _panel_legend(value, domain, lang, shared)}
         if small:
             printed = np.array(number_labels(grid), dtype=object).reshape(grid.shape)
             printed[np.isnan(grid)] = ""                                        # masked: blank
@@ -112,7 +113,8 @@ def cells_figure(tips: Mapping[str, np.ndarray], axes: CellAxes, lang: str = "en
            "query_tokens": list(axes.query_tokens), "key_tokens": list(axes.key_tokens),
            "q0": axes.queries.start, "k0": axes.keys.start,
            "digits": TIP_DIGITS,
-           "values": {name: _json_values(tips[name], digits) for name, digits in TIP_DIGITS.items()}}
+           "values": {name: _json_values(tips[name], digits)
+                      for name, digits in TIP_DIGITS.items()}}
     return _cells(axes, lang, panels, tip, PANEL)
 
 
@@ -124,9 +126,7 @@ def overview_figure(images: dict[str, dict], axes: BlockAxes, lang: str = "en", 
     (query_start, query_stop, key_start, key_stop) outlined, a box dragged on a panel sent
     back as the brush {"query_start": [a, b], "key_start": [c, d]} in positions."""
     panels = [{"title": _t(lang, f"panel_{value}"), "image": images[value]["urls"][head],
-               "legend": None if shared and value == "weight"
-               else legend(_scheme(value), images[value]["domain"],
-                           _t(lang, _legend_title(value, shared)))}
+               "legend": _panel_legend(value, images[value]["domain"], lang, shared)}
               for value in VALUES]
     ticks = [int(t) for t in nice_ticks(0, axes.n, 8)]
     axis = {"x": {"title": _t(lang, "axis_key_position"), "ticks": ticks},

@@ -48,7 +48,11 @@ GRID_PANEL = 170       # px: side of one head in the all-heads grid
 NUMBERS_MAX = 16       # print the weights in the cells when a side has at most this many cells
 LABEL_CHARS = 12       # axis labels cut long tokens to this many characters
 BOX_COLOR = "#e4572e"  # the zoom window's outline on the overview
-BRUSHES = tuple(f"brush_{v}" for v in VALUES)  # a box dragged on each overview panel
+
+
+def scheme_for(value: str) -> str:
+    """A panel's colour scheme: diverging for the difference, sequential for the weights."""
+    return DIFF_SCHEME if value == "difference" else WEIGHT_SCHEME
 
 
 def _t(lang: str, key: str, **values) -> str:
@@ -305,7 +309,7 @@ def pooled_images(pooled: dict[str, np.ndarray], shared: bool = True,
     images = {}
     for value in values:
         domain = color_domain(frame, value, shared)
-        scheme = DIFF_SCHEME if value == "difference" else WEIGHT_SCHEME
+        scheme = scheme_for(value)
         rgba = colors.colorize(pooled[value], domain, scheme)                # (h, b, b, 4)
         images[value] = {"urls": [colors.png_data_url(head) for head in rgba],
                          "domain": domain, "scheme": scheme}
@@ -344,10 +348,8 @@ def overview_chart(images: dict[str, dict], axes: BlockAxes, lang: str = "en", *
 def _overview_layout(axes: BlockAxes, lang: str, shared: bool, boxed: bool) -> alt.HConcatChart:
     panels = []
     for i, value in enumerate(VALUES):
-        # crosshair cursor: a box can be dragged here (BRUSHES[i])
-        picture = alt.Chart().mark_image(aspect=False, smooth=False, cursor="crosshair") \
-            .encode(url=alt.Url(f"url_{value}:N"), **_xy(axes, lang, show_y=i == 0)) \
-            .add_params(alt.selection_interval(name=BRUSHES[i], encodings=["x", "y"]))
+        picture = alt.Chart().mark_image(aspect=False, smooth=False) \
+            .encode(url=alt.Url(f"url_{value}:N"), **_xy(axes, lang, show_y=i == 0))
         # The legend comes from a colour channel: two invisible points at the domain's ends.
         legend = _ends(_color(value, color_scale(value), lang, shared,
                               value != "weight" or not shared, PANEL))

@@ -213,14 +213,14 @@ def draw_value_weighted(source: str, text: str, tokens: tuple[str, ...], layer: 
     alpha, norms, f_norm = cached.value_weighted(source, text, layer, head)
     left, right = st.columns(2)
     size = 340
-    for column, matrix, words, title, scheme in (
-            (left, alpha, "model.value_raw", t("model.weight"), "blues"),
-            (right, norms, "model.value_norm", t("model.norm"), "oranges")):
+    for column, matrix, part, title, scheme in (
+            (left, alpha, "raw", t("model.weight"), "blues"),
+            (right, norms, "norm", t("model.norm"), "oranges")):
         with column:
-            st.markdown(t(words))
+            st.markdown(t(f"model.value_{part}"))
             figure_view(matrix_figure(matrix, tokens, lang(), title=title, scheme=scheme,
                                       size=_matrix_px(len(tokens), size)),
-                        key=f"{PREFIX}_{scheme}_{words.rsplit('_', 1)[1]}")
+                        key=f"{PREFIX}_value_{part}")
     chart = charts.norm_chart(charts.norm_frame(f_norm, alpha.mean(dim=0), tokens), tokens,
                               lang())
     show(chart, width="content")
