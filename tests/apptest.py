@@ -35,6 +35,12 @@ def open_page(path: str, spec: AttentionSpec | None = None, *, timeout: float = 
 run_page = open_page
 
 
+def open_tab(at: AppTest, key: str, label: str) -> AppTest:
+    """Switch the view tabs `key` (state.view_tabs) to the tab called `label`, as a click does."""
+    at.session_state[key] = label
+    return at.run()
+
+
 def chart_frames(at: AppTest) -> list[pd.DataFrame]:
     """Every dataset of every vega-lite chart on the page, as DataFrames."""
     frames = []

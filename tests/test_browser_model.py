@@ -1,5 +1,5 @@
-"""The Model heads page in Chromium: a deep link on a fresh server draws the grid and the
-table, and a click on a head in the grid picks it (URL and pickers follow)."""
+"""The Model heads page in Chromium: a deep link on a fresh server draws the grid, a click on
+a head in the grid picks it (URL and pickers follow), and the other tabs open on a click."""
 from __future__ import annotations
 
 import re
@@ -25,7 +25,7 @@ def settle(page) -> None:
 
 def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
     page.goto(f"{fresh_server.url}/Model_heads?{urlencode(SPEC.to_query())}&mlayer=1&mhead=3")
-    page.wait_for_selector('[data-testid="stDataFrame"]', timeout=LOAD)
+    page.wait_for_selector('[data-testid="stMain"] .ae-heatmap', timeout=LOAD)
     settle(page)
     expect(page.locator("h1").first).to_have_text("Model heads", timeout=LOAD)
     expect(page.locator("h3", has_text="Layer 1, head 3:")).to_be_visible(timeout=LOAD)
@@ -44,11 +44,7 @@ def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
     box = grid.bounding_box()
     assert box["width"] == pytest.approx(12 * 10 * 5, abs=1)
     assert box["height"] == pytest.approx(6 * 10 * 5, abs=1)
-    # the per-head table: 72 rows (the grid reports its row count to assistive tech)
-    table = page.locator('[data-testid="stDataFrame"]').first
-    expect(table).to_be_visible(timeout=LOAD)
-    expect(table.locator('[role="grid"]')).to_have_attribute("aria-rowcount", "73",  # + header
-                                                             timeout=LOAD)
+    expect(page.locator('[data-testid="stDataFrame"]')).to_have_count(0)   # another tab's
     # hover a head, read its tooltip, click it: the pickers and the URL follow
     x, y = box["x"] + box["width"] * 0.7, box["y"] + box["height"] * 0.6
     page.mouse.move(x, y)
@@ -66,13 +62,25 @@ def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
                                    parse_qs(urlparse(url).query).get("mh_head"))
                       == ([str(layer)], [str(head)]), timeout=LOAD)
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    # the per-head table, on its own tab: 72 rows (the grid reports its row count to
+    # assistive tech); the address bar names the tab and keeps the head
+    page.get_by_role("tab", name="Every head's statistics").click()
+    table = page.locator('[data-testid="stDataFrame"]').first
+    expect(table).to_be_visible(timeout=LOAD)
+    expect(table.locator('[role="grid"]')).to_have_attribute("aria-rowcount", "73",  # + header
+                                                             timeout=LOAD)
+    page.wait_for_url(lambda url: (lambda q: (q.get("mh_tab"), q.get("mh_head")))(
+        parse_qs(urlparse(url).query)) == (["table"], [str(head)]), timeout=LOAD)
+    expect(page.locator('[data-testid="stMain"] .ae-heatmap')).to_have_count(0)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
 
 def test_a_link_with_your_own_model_and_interventions_reopens_the_view(fresh_server, page,
                                                                          tmp_path):
     """A link naming a tiny GPT-2 folder, a head and an ablation, opened as a fresh server's
-    first request: the sidebar shows the folder, the page the head and the intervention's
-    numbers, and the address bar keeps model and iv."""
+    first request: the sidebar shows the folder, the page the intervention's numbers (a link
+    with interventions and no tab opens on them) and, on the heads tab, the head; the
+    address bar keeps model and iv."""
     from tests.tiny_models import build
 
     folder = build(tmp_path, ["gpt2"])["gpt2"]
@@ -84,14 +92,19 @@ def test_a_link_with_your_own_model_and_interventions_reopens_the_view(fresh_ser
     settle(page)
     assert page.locator('[data-testid="stException"]').count() == 0
     assert page.locator('[data-testid="stAlertContentError"]').count() == 0
-    expect(page.locator("h3", has_text="All 8 heads")).to_be_visible()
-    expect(page.locator("h3", has_text="Layer 1, head 2:")).to_be_visible()
     box = page.locator('[data-testid="stSidebar"]').get_by_label(
         "Folder path or Hugging Face id", exact=True).and_(page.get_by_test_id("stTextInputField"))
     expect(box).to_have_value(str(folder))
     expect(page.locator('[data-testid="stMetricLabel"]', has_text="KL divergence")).to_be_visible()
     page.wait_for_function(
         "() => new URLSearchParams(location.search).get('mh_iv') === 'ablate:1:2'", timeout=LOAD)
+    page.get_by_role("tab", name="Model heads").click()
+    expect(page.locator("h3", has_text="All 8 heads")).to_be_visible(timeout=LOAD)
+    expect(page.locator("h3", has_text="Layer 1, head 2:")).to_be_visible(timeout=LOAD)
+    settle(page)
+    page.wait_for_function(
+        "() => new URLSearchParams(location.search).get('mh_tab') === 'heads'", timeout=LOAD)
     query = parse_qs(urlparse(page.url).query)
     assert query["model"] == [str(folder)] and query["layer"] == ["1"]
     assert query["mh_layer"] == ["1"] and query["mh_head"] == ["2"]
+    assert query["mh_iv"] == ["ablate:1:2"]                  # kept for the interventions tab

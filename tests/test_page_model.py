@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from attention import pretrained
 from attention.headstats import HEAD_COLUMNS, SINK_COLUMNS
 from attention.spec import AttentionSpec
-from tests.apptest import chart_frames, comparison_cells, grid_cells, open_page
+from tests.apptest import chart_frames, comparison_cells, grid_cells, open_page, open_tab
 
 TEXT = "the cat sat on the mat ."   # 9 word pieces: the grid is drawn unpooled
 
@@ -73,8 +73,46 @@ def test_comparison_shows_the_picked_head(page, own_weights):
     assert torch.allclose(got.view(9, 9), own_weights[3, 7].double(), atol=5e-5 + 1e-9, rtol=0)
 
 
-def test_table_lists_every_head(page, own_weights):
-    table = page.dataframe[0].value
+@pytest.fixture(scope="module")
+def table_page():
+    spec = AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained")
+    return open_model_page(spec, mh_tab="table")
+
+
+def test_only_the_open_tab_is_drawn(page, table_page):
+    """The heads tab (a link's default) draws no table; the table tab draws no grid; the
+    open tab's id is in the address bar."""
+    assert not page.dataframe and page.query_params["mh_tab"] == "heads"
+    assert not grid_cells(table_page) and table_page.query_params["mh_tab"] == "table"
+    assert not table_page.exception and len(table_page.dataframe) == 1
+
+
+def test_the_open_tab_stays_across_a_language_switch_and_a_bad_tab_falls_back():
+    """The URL keeps the tab's id, not its label: switching to Chinese keeps the table tab
+    open under its Chinese name; a tab the page does not have opens the heads tab."""
+    spec = AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained")
+    at = open_tab(open_model_page(spec), "view_mh_tab", "Every head's statistics")
+    assert at.query_params["mh_tab"] == "table" and len(at.dataframe) == 1
+    at.sidebar.selectbox(key="lang").set_value("zh").run()
+    assert not at.exception
+    assert at.session_state["view_mh_tab"] == "各头统计量"
+    assert at.query_params["mh_tab"] == "table" and len(at.dataframe) == 1
+    bad = open_model_page(spec, mh_tab="<script>")
+    assert not bad.exception and bad.query_params["mh_tab"] == "heads" and grid_cells(bad)
+
+
+def test_a_link_with_interventions_and_no_tab_opens_the_interventions():
+    """Links made before the tabs carried ?mh_iv= on one long page: they open on the
+    interventions they name."""
+    spec = AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained")
+    at = open_model_page(spec, mh_iv="ablate:1:2")
+    assert not at.exception and at.query_params["mh_tab"] == "iv"
+    assert any("Interventions" in s.value for s in at.subheader)
+    assert not grid_cells(at)
+
+
+def test_table_lists_every_head(table_page, own_weights):
+    table = table_page.dataframe[0].value
     assert len(table) == 72
     row = table[(table["Layer"] == 3) & (table["Head"] == 7)].iloc[0]
     assert row["To [SEP]"] == pytest.approx(own_weights[3, 7, :, 8].mean().item(), abs=1e-5)
@@ -92,7 +130,8 @@ def test_rollout_and_value_weighted_views(page):
 def test_every_head_statistic_draws_the_table_column():
     """Each choice of the statistic picker draws its layers x heads chart from the table's
     own column (entropy, which has no fixed top, once failed altair's schema)."""
-    at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained"))
+    at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained"),
+                         mh_tab="table")
     table = at.dataframe[0].value
     for stat in (*HEAD_COLUMNS, *SINK_COLUMNS):
         at.selectbox(key="view_mh_stat").set_value(stat).run()
@@ -120,8 +159,9 @@ def test_a_link_with_the_old_names_opens_the_same_view_under_the_new_ones():
     assert not at.exception and not at.error
     pickers = {s.label: s.value for s in at.selectbox}
     assert pickers["Layer"] == 2 and pickers["Head"] == 3
-    assert at.selectbox(key="view_mh_stat").value == "max_weight"
     assert any("Layer 2, head 3" in s.value for s in at.subheader)
+    table = open_model_page(spec, mstat="max_weight", mh_tab="table")
+    assert table.selectbox(key="view_mh_stat").value == "max_weight"
     query = dict(at.query_params)
     assert (query["mh_layer"], query["mh_head"], query["mh_stat"]) == ("2", "3", "max_weight")
     assert not {"mlayer", "mhead", "mstat"} & set(query)

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention import headstats, models, outcomes
 from attention.spec import AttentionSpec
-from tests.apptest import TIP, comparison_cells, grid_cells, open_page
+from tests.apptest import TIP, comparison_cells, grid_cells, open_page, open_tab
 from tests.tiny_models import build
 
 TEXT = "the cat sat on the mat"
@@ -99,8 +99,8 @@ def test_model_typed_in_the_sidebar_shows_its_own_weights(tiny):
     unscaled = loaded.run(TEXT).recompute(scaled=False).weights[1, 2]
     torch.testing.assert_close(matrix(comp, "unscaled_weight", n), unscaled.double(),
                                atol=TIP, rtol=0)
-    # Clark's table and the sinks table on the same weights
-    table = at.dataframe[0].value
+    # Clark's table and the sinks table on the same weights, on their own tab
+    table = open_tab(at, "view_mh_tab", "Every head's statistics").dataframe[0].value
     assert len(table) == 8
     row = table[(table["Layer"] == 1) & (table["Head"] == 2)].iloc[0]
     assert row["Mean max weight"] == pytest.approx(own[1, 2].max(-1).values.mean().item(), abs=1e-5)
@@ -141,7 +141,7 @@ def test_causal_lm_intervention_equals_an_eager_model_with_a_hook(tiny):
     before = eager_out(model, loaded).logits[0]
     after = eager_out(model, loaded, hook=(model.transformer.h[1].attn.c_proj, 2,
                                            loaded.d_head)).logits[0]
-    top = at.dataframe[1].value
+    top = at.dataframe[0].value
     p_b = torch.softmax(before[-1].double(), -1)
     p_a = torch.softmax(after[-1].double(), -1)
     assert top["P before"].tolist() == pytest.approx(p_b.topk(5).values.tolist(), abs=1e-6)
@@ -176,7 +176,7 @@ def test_masked_lm_prediction_at_the_chosen_piece(tiny):
             outs.append(model(**enc).logits[0, 3])
         if handle:
             handle.remove()
-    top = at.dataframe[1].value
+    top = at.dataframe[0].value
     p_b, p_a = (torch.softmax(o.double(), -1) for o in outs)
     assert top["P before"].tolist() == pytest.approx(p_b.topk(5).values.tolist(), abs=1e-6)
     assert top["P after"].tolist() == pytest.approx(p_a.topk(5).values.tolist(), abs=1e-6)
@@ -212,7 +212,7 @@ def test_embedding_model_cosines_before_and_after(tiny):
     cos = outcomes.cosine(embedding(text, False), embedding(text, True))
     assert by_label(at)["Cosine between the text's embeddings before and after"] == \
         pytest.approx(cos, abs=1e-4)
-    pairs = at.dataframe[1].value
+    pairs = at.dataframe[0].value
     lines = text.splitlines()
     assert len(pairs) == 3
     before = torch.nn.functional.cosine_similarity(embedding(lines[0], False),
@@ -225,14 +225,14 @@ def test_embedding_model_cosines_before_and_after(tiny):
 
 def test_model_and_interventions_round_trip_through_the_link(tiny):
     folder = tiny["gpt2"]
-    at = open_page(MODEL_PAGE, spec_for(folder, layer=1))
+    at = open_tab(open_page(MODEL_PAGE, spec_for(folder, layer=1)), "view_mh_tab", "Interventions")
     at.selectbox(key="iv_kind").set_value("temperature").run()
     at.multiselect(key="iv_layers").select("*").run()
     at.multiselect(key="iv_heads").select(1).select(3).run()
     at.number_input(key="iv_tau").set_value(0.5).run()
     assert not at.exception and not at.error
     link = dict(at.query_params)
-    assert link["mh_iv"] == "temperature:*:1:0.5;temperature:*:3:0.5"
+    assert link["mh_iv"] == "temperature:*:1:0.5;temperature:*:3:0.5" and link["mh_tab"] == "iv"
     assert link["model"] == str(folder) and link["layer"] == "1"
     shown = by_label(at)
     again = open_page(MODEL_PAGE, **link)

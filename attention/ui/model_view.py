@@ -1,6 +1,6 @@
-"""The model tab of the Model heads page, each section drawn from a cached HeadsReport of
-the sidebar's model (the bundled MiniLM unless the sidebar names another; MiniLM for the
-random-projection source).
+"""The model tabs of the Model heads page (heads, every head's statistics, interventions),
+each drawn from a cached HeadsReport of the sidebar's model (the bundled MiniLM unless the
+sidebar names another; MiniLM for the random-projection source).
 
 The page script stays a few calls; the drawing, the head picker (URL-backed, and set by a
 click on the grid) and the explanations live here; the interventions are intervene_view.
@@ -31,6 +31,7 @@ from .text import lang, message, t
 
 PREFIX = "mh"          # this tab's URL keys: mh_<name> (docs/architecture.md, "The spec and the URL")
 LAYER_VIEW, HEAD_VIEW, STAT_VIEW = f"{PREFIX}_layer", f"{PREFIX}_head", f"{PREFIX}_stat"
+TAB_VIEW = f"{PREFIX}_tab"
 GRID_KEY = "model_grid"
 
 # Formulas are symbols only, the same in every language; the words around them are in model.toml.
@@ -50,10 +51,32 @@ FORMULAS = {
 
 
 def draw_model_tab(spec, view: Callable[..., None] = lambda draw, *args: draw(*args)) -> None:
-    """Everything about the model's heads on the sidebar's text (the page's first tab).
+    """The model's heads on the sidebar's text: its pieces, then what a layer or head choice
+    changes, drawn by `view` (layout.Page.view: a click there reruns only that part)."""
+    found = _model_for(spec)
+    if found is not None:
+        draw_pieces(found[2])
+        view(draw_heads, spec, found[0])
 
-    `view` draws the part a layer or head choice changes (layout.Page.view: a click there
-    reruns only that part, not the sidebar, the pieces or the interventions)."""
+
+def draw_table_tab(spec) -> None:
+    """Every head's statistics at once (no layer or head choice changes them)."""
+    found = _model_for(spec)
+    if found is not None:
+        draw_table(found[2])
+
+
+def draw_interventions_tab(spec) -> None:
+    """What the model outputs with heads removed, sharpened or unscaled."""
+    found = _model_for(spec)
+    if found is not None:
+        source, loaded, report = found
+        draw_interventions(loaded, source, spec.model_text, report.tokens)
+
+
+def _model_for(spec):
+    """(source, the model, its HeadsReport on the sidebar's text), after the notes on what
+    is shown; or None once the reason it cannot be had is shown."""
     real = spec.source == "pretrained"
     source = spec.model_source if real else BUNDLED
     if not real:
@@ -61,14 +84,7 @@ def draw_model_tab(spec, view: Callable[..., None] = lambda draw, *args: draw(*a
     if spec.causal or spec.temperature != 1.0:
         st.info(t("model.own_settings"), icon=":material/info:")
     loaded_report = _loaded_report(spec, source)
-    if loaded_report is None:
-        return
-    loaded, report = loaded_report
-    draw_pieces(report)
-    view(draw_heads, spec, source)
-    draw_table(report)           # every head at once: no layer or head click redraws it
-    draw_interventions(loaded, source, spec.model_text, report.tokens)
-    draw_explanations()
+    return None if loaded_report is None else (source, *loaded_report)
 
 
 def _loaded_report(spec, source: str):

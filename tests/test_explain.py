@@ -1,0 +1,47 @@
+"""The "how these views are computed" sections: drawn only while open (a click elsewhere on a
+page does not render their paragraphs and formulas again), and whole once opened."""
+from __future__ import annotations
+
+import pytest
+
+from attention.i18n import translate
+from attention.spec import AttentionSpec
+from attention.ui import heatmap_view, model_view, scores_view
+from tests.apptest import open_page
+
+SPEC = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"))
+
+
+def _caught(draw) -> tuple[str, list]:
+    """(title key, steps) of the explanation `draw` makes, caught from its own call."""
+    caught = []
+    original = draw.__globals__["explanation"]
+    draw.__globals__["explanation"] = lambda key, steps: caught.extend([key, list(steps)])
+    try:
+        draw()
+    finally:
+        draw.__globals__["explanation"] = original
+    return caught[0], caught[1]
+
+
+SECTIONS = {
+    "pages/1_Heatmap.py": lambda: _caught(heatmap_view.draw_explanation),
+    "pages/2_Score_analysis.py": lambda: ("scores.formulas", list(scores_view.FORMULAS)),
+    "pages/3_Model_heads.py": lambda: _caught(model_view.draw_explanations),
+}
+
+
+@pytest.mark.parametrize("path", list(SECTIONS))
+def test_an_explanation_is_drawn_only_while_open(path):
+    title_key, steps = SECTIONS[path]()
+    label = translate("en", title_key)
+    at = open_page(path, SPEC)
+    assert not at.exception
+    box = next(e for e in at.expander if e.label == label)
+    assert not box.latex and not box.markdown                        # closed: nothing inside
+    at.session_state[f"explain_{title_key}"] = True                    # as a click opens it
+    at.run()
+    assert not at.exception
+    box = next(e for e in at.expander if e.label == label)
+    assert [f.value.strip("$\n") for f in box.latex] == [f for _, f in steps if f]   # $$..$$ off
+    assert [m.value for m in box.markdown] == [translate("en", key) for key, _ in steps if key]
