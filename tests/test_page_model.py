@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from attention import pretrained
 from attention.headstats import HEAD_COLUMNS, SINK_COLUMNS
 from attention.spec import AttentionSpec
-from tests.apptest import chart_frames, comparison_cells, grid_cells, open_page, open_tab
+from tests.apptest import chart_frames, comparison_cells, figures, grid_cells, open_page, open_tab
 
 TEXT = "the cat sat on the mat ."   # 9 word pieces: the grid is drawn unpooled
 
@@ -62,6 +62,20 @@ def test_grid_holds_all_72_heads_of_the_model(page, own_weights):
     for layer, head, i, j in [(3, 7, 0, 8), (0, 2, 4, 3), (5, 11, 8, 0)]:
         assert cell[(layer, head, i, j)] == pytest.approx(own_weights[layer, head, i, j].item(),
                                                           abs=5e-4 + 1e-9)   # 3 decimals
+
+
+def test_the_grid_frames_the_picked_head_after_each_pick():
+    """The grid's figure is built once per text; a pick moves only its frame, and the frame
+    follows the pickers (and the grid's own images stay those of the first run)."""
+    at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained"))
+    first = next(f for f in figures(at) if f["kind"] == "grid")
+    assert first["current"] == [0, 0]
+    for layer, head in [(2, 5), (5, 11)]:
+        at.selectbox(key="view_mh_layer").set_value(layer).run()
+        at.selectbox(key="view_mh_head").set_value(head).run()
+        grid = next(f for f in figures(at) if f["kind"] == "grid")
+        assert grid["current"] == [layer, head]
+        assert grid["panels"] == first["panels"] and grid["layout"] == first["layout"]
 
 
 def test_comparison_shows_the_picked_head(page, own_weights):

@@ -111,7 +111,8 @@ def draw_heads(spec, source: str) -> None:
     grid_slot = st.container()        # the grid shows above the pickers but needs their value
     layer, head = pick_head(loaded.layers, loaded.heads)
     with grid_slot:
-        draw_grid(report, (layer, head), hidden=spec.hide_sinks)
+        draw_grid(report, (layer, head), (source, spec.model_text, spec.hide_sinks),
+                  hidden=spec.hide_sinks)
     st.subheader(t("model.compare_title", layer=layer, head=head))
     st.caption(t("model.compare_help", d_head=loaded.d_head, root=loaded.d_head ** 0.5))
     # the model's own settings: its mask, temperature 1
@@ -144,8 +145,10 @@ def _apply_grid_click(layers: int, heads: int) -> None:
         st.session_state["view_" + LAYER_VIEW], st.session_state["view_" + HEAD_VIEW] = picked
 
 
-def draw_grid(report, current: tuple[int, int], hidden: bool = False) -> None:
-    """Every head, pooled, on the canvas; the current head framed; a click on one picks it."""
+def draw_grid(report, current: tuple[int, int], key: tuple, hidden: bool = False) -> None:
+    """Every head, pooled, on the canvas; the current head framed; a click on one picks it.
+    The figure is built once per report (`key`: what the report is cached under) and
+    language; a click only moves its frame."""
     layers, heads, n, _ = report.shown.shape
     st.subheader(t("model.grid_title", count=layers * heads))
     st.caption(t("model.grid_help", cells=GRID_CELLS))
@@ -153,8 +156,12 @@ def draw_grid(report, current: tuple[int, int], hidden: bool = False) -> None:
         st.caption(t("model.grid_causal"))
     if hidden:
         st.caption(t("model.grid_hidden"))
-    image, blocks = grid_image(report.shown)
-    figure = grid_figure(image, blocks, grid_labels(report.tokens), lang(), current=current)
+
+    def build() -> dict:
+        image, blocks = grid_image(report.shown)
+        return grid_figure(image, blocks, grid_labels(report.tokens), lang())
+
+    figure = {**cache.cached("grid_figure", (*key, lang()), build), "current": list(current)}
     figure_view(figure, key=GRID_KEY, pick=partial(_apply_grid_click, layers, heads))
 
 
