@@ -152,9 +152,14 @@ def run() -> list[dict]:
 
 # (label of the picker, the two options clicked in turn) per page measured.
 HEAD_PICKER = ("Head", ("Head 1", "Head 2"))
+VIEW_BUTTONS = "buttons"   # a CLICKS label: the options are a segmented control's buttons (radios)
+STEPS = "steps:"           # a CLICKS label prefix: a number input's step buttons, "+" and "-"
 CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048": HEAD_PICKER,
           "heatmap n=2048, zoom window size": ("Zoom window", ("24", "16")),
-          "heatmap n=2048, query row": ("Query token", ("1 · lets", "2 · every")),
+          # past 256 tokens the query row is a number input: its step buttons
+          "heatmap n=2048, query row": (STEPS + "Query position", ("+", "-")),
+          # a view change: the view picker's buttons (a segmented control, not a combobox)
+          "heatmap n=2048, view": (VIEW_BUTTONS, ("Follow one query", "Scaled vs unscaled")),
           "model heads, layer": ("Layer", ("1", "2")), "model heads, head": ("Head", ("1", "2"))}
 
 
@@ -196,15 +201,22 @@ def pick(page, label: str, option: str, timeout: float = 300_000) -> float:
     """ms from the pointer going down on `option` of the main area's picker `label` until the
     rerun has drawn."""
     seen = page.evaluate("() => window.__msgs")
-    picker = page.locator('[data-testid="stMain"]').get_by_role("combobox", name=label, exact=True)
-    choice = page.get_by_role("option", name=option, exact=True)
-    for _ in range(10):   # a click that scrolls the picker into view may only focus it
-        picker.click()
-        try:
-            choice.wait_for(timeout=2_000)
-            break
-        except Exception:
-            page.keyboard.press("Escape")
+    main = page.locator('[data-testid="stMain"]')
+    if label == VIEW_BUTTONS:
+        choice = main.get_by_role("radio", name=option, exact=True)
+    elif label.startswith(STEPS):
+        box = main.get_by_test_id("stNumberInput").filter(has_text=label[len(STEPS):])
+        choice = box.get_by_test_id("stNumberInputStep" + ("Up" if option == "+" else "Down"))
+    else:
+        picker = main.get_by_role("combobox", name=label, exact=True)
+        choice = page.get_by_role("option", name=option, exact=True)
+        for _ in range(10):   # a click that scrolls the picker into view may only focus it
+            picker.click()
+            try:
+                choice.wait_for(timeout=2_000)
+                break
+            except Exception:
+                page.keyboard.press("Escape")
     choice.click()
     # ready after the click's messages, and no message since for SETTLE ms (a run's messages
     # can come in bursts); the time is that of the first ready frame
@@ -262,6 +274,7 @@ def run_clicks(rounds: int = 8, app_dir: str | None = None) -> list[dict]:
                     **{f"heatmap n={n}": spec_url(app.url, "Heatmap", n) for n in (16, 2048)},
                     "heatmap n=2048, zoom window size": spec_url(app.url, "Heatmap", 2048),
                     "heatmap n=2048, query row": spec_url(app.url, "Heatmap?hm_view=row", 2048),
+                    "heatmap n=2048, view": spec_url(app.url, "Heatmap", 2048),
                     "model heads, layer": spec_url(app.url, "Model_heads", 16),
                     "model heads, head": spec_url(app.url, "Model_heads", 16)}
             browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_FLAGS)

@@ -83,8 +83,9 @@ def cold_paint(browser, script: str | None, path: str | None, cache: str, n: int
         page = context.new_page()
         url = f"{server.url}/" if path is None else spec_url(server.url, path, n)
         page.goto(url)
-        page.wait_for_function("() => window.__done !== undefined", timeout=timeout, polling=50)
-        return page.evaluate("() => window.__done")
+        # the probe's time, read in the same poll that sees it (a later frame may clear it)
+        return page.wait_for_function("() => window.__done", timeout=timeout,
+                                      polling=50).json_value()
     finally:
         context.close()
         server.stop()

@@ -202,11 +202,16 @@ def test_a_head_change_redraws_the_chart_the_url_and_the_share_link(server, page
 
 def test_following_one_query_of_a_long_input_draws_both_lines_and_answers_the_pointer(server,
                                                                                       page):
-    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(200)), heads=1, seed=6)
+    tokens = [f"w{i}" for i in range(300)]
+    tokens[9] = "<b>w9</b>"                     # the query, named in the figure's title
+    spec = AttentionSpec(tokens=tuple(tokens), heads=1, seed=6)
     view = {**spec.to_query(), "hm_view": "row", "hm_row": "9"}
     page.goto(f"{server.url}/Heatmap?{urlencode(view)}")
     wait_for_app(page)
     wait_drawn(page)
+    title = page.locator(f"{FIGURES} .ae-row-title")
+    expect(title).to_have_text("Query 9 · <b>w9</b>", timeout=UI_TIMEOUT)   # text, not HTML
+    assert page.locator(f"{FIGURES} b").count() == 0
     # Both series are on the canvas in their own colours (scaled #2b6cb0, unscaled #d1495b).
     seen = page.evaluate(f"""() => {{
       const c = document.querySelector('{FIGURES} canvas');

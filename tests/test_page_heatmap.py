@@ -148,6 +148,16 @@ def test_following_one_query_of_a_long_input_draws_two_lines_on_the_canvas():
     torch.testing.assert_close(scaled, a.scaled.weights[1, 17].double(), atol=TIP, rtol=0)
     torch.testing.assert_close(unscaled, a.unscaled.weights[1, 17].double(), atol=TIP, rtol=0)
     assert any("300 keys" in c.value for c in at.caption)
+    # past ROW_OPTIONS_MAX tokens the row is a position (no 300-option list), and the figure
+    # names the query's token
+    assert not [s for s in at.selectbox if s.key == "view_hm_row"]
+    assert at.number_input(key="view_hm_row").value == 17
+    assert figure["title"] == "Query 17 · w17"
+    at.number_input(key="view_hm_row").increment().run()
+    (figure,) = figures(at)
+    assert figure["title"] == "Query 18 · w18" and at.query_params["hm_row"] == "18"
+    torch.testing.assert_close(torch.tensor(figure["series"][0]["values"], dtype=torch.float64),
+                               a.scaled.weights[1, 18].double(), atol=TIP, rtol=0)
 
 
 def overview(at: AppTest) -> tuple[dict[str, np.ndarray], list[dict]]:

@@ -217,10 +217,12 @@ ROW_COLORS = ("#2b6cb0", "#d1495b")   # scaled, unscaled: the colours of the bar
 ROW_HEIGHT = 300                      # px: the plot area of a row figure
 
 
-def row_figure(cells: pd.DataFrame, n: int, tokens: Sequence[str], lang: str = "en") -> dict:
+def row_figure(cells: pd.DataFrame, n: int, tokens: Sequence[str], lang: str = "en", *,
+               title: str = "") -> dict:
     """One query's attention over all n keys, scaled and unscaled, as two step lines (cells:
-    frames.cells rows of that query; a key the mask hides is None, a gap in the lines); the
-    tooltip of a key carries its token, position, both weights and its raw score."""
+    frames.cells rows of that query; a key the mask hides is None, a gap in the lines) under
+    `title`; the tooltip of a key carries its token, position, both weights and its raw
+    score."""
     def over_keys(column: str, digits: int) -> list:
         values = np.full(n, np.nan)                                             # (n,)
         values[cells["key_pos"].to_numpy()] = cells[column].to_numpy(dtype=np.float64)
@@ -237,7 +239,7 @@ def row_figure(cells: pd.DataFrame, n: int, tokens: Sequence[str], lang: str = "
            "key_tokens": list(tokens), "raw_score": over_keys("raw_score", 3)}
     layout = {"kind": "row", "n": n, **axis, "names": [s["name"] for s in series]}
     return {"layout": _layout_key(layout), **layout, "height": ROW_HEIGHT, "panels": [],
-            "series": series, "tip": tip, "box": None, "brush": False}
+            "title": title, "series": series, "tip": tip, "box": None, "brush": False}
 
 
 MAGIC = b"AEF1"   # a packed figure: MAGIC, uint32 little-endian JSON length, JSON, PNGs

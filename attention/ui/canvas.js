@@ -287,6 +287,7 @@ function buildRow(state, data) {
   root.replaceChildren();
   const width = Math.max(320, (root.parentElement.clientWidth || 760) - 80);
   const height = data.height, n = data.n;
+  const title = el("div", "ae-row-title", "");           // the query; set on every paint
   const legend = el("div", "ae-row-legend");
   for (const series of data.series) {
     const swatch = el("span", "ae-swatch");
@@ -305,8 +306,8 @@ function buildRow(state, data) {
   box.append(el("div", "ae-ytitle", data.y.title), tickLabels(ys, height, true), plot,
              tickLabels(xs, width, false), el("div", "ae-xtitle", data.x.title));
   state.tip = tooltip();
-  root.append(legend, box, state.tip);
-  state.row = { canvas, guide, width, height };
+  root.append(title, legend, box, state.tip);
+  state.row = { canvas, guide, width, height, title };
   canvas.addEventListener("pointermove", (event) => {
     const d = state.data, r = canvas.getBoundingClientRect();
     const k = Math.floor(((event.clientX - r.left) / r.width) * d.n);
@@ -331,7 +332,8 @@ function buildRow(state, data) {
 }
 
 function paintRow(state) {
-  const data = state.data, { canvas, width, height } = state.row, n = data.n;
+  const data = state.data, { canvas, width, height, title } = state.row, n = data.n;
+  title.textContent = data.title || "";
   const ctx = canvas.getContext("2d"), s = canvas.width / width;
   ctx.setTransform(s, 0, 0, s, 0, 0);
   ctx.clearRect(0, 0, width, height);

@@ -41,6 +41,8 @@ WINDOWS = (16, 24, 32, 48, 64)
 DEFAULT_WINDOW = 16    # 16 x 16: every label fits and the weights are printed in the cells
 VIEWS = ("compare", "grid", "row")
 PREFETCH_HEADS = 3     # an overview's neighbouring heads computed ahead of a click
+ROW_OPTIONS_MAX = 256  # up to this many queries the row picker lists every token; past it a
+                       # number input (a list of 2,048 options: ~6,000 React renders a click)
 SHOWN_ROW_METRICS = (("max_weight", "{:.3f}"), ("effective_tokens", "{:.1f}"))
 
 
@@ -244,9 +246,7 @@ def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
 def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> None:
     """Pick a query token; its attention over every key, scaled vs unscaled."""
     tokens, n = analysis.tokens, analysis.n
-    row = view_widget(f"{key_prefix}_row", st.selectbox, default=0, cast=int,
-                      valid=lambda r: 0 <= r < n, label=t("heatmap.row"), options=list(range(n)),
-                      format_func=lambda r: t("heatmap.row_option", pos=r, token=tokens[r]))
+    row = _row_picker(tokens, key_prefix)
     shown = [(name, fmt, variant) for name, fmt in SHOWN_ROW_METRICS
              for variant in ("scaled", "unscaled")]
     for col, (name, fmt, variant) in zip(st.columns(len(shown)), shown):
@@ -256,11 +256,27 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     chart = lambda: charts.row_chart(charts.row_frame(cells, lang()), tokens, lang())  # noqa: E731
     if n > charts.BARS_MAX:   # two lines on the canvas (a Vega line of 2 x 2,048 points: 0.1 s a click)
         st.caption(t("heatmap.row_lines", n=f"{n:,}"))
-        figure_view(row_figure(cells, n, tokens, lang()), key=f"{key_prefix}_row_lines",
-                    width="stretch")
+        title = t("heatmap.row_title", pos=row, token=tokens[row])   # canvas text, not markdown
+        figure_view(row_figure(cells, n, tokens, lang(), title=title),
+                    key=f"{key_prefix}_row_lines", width="stretch")
     else:
         show(chart(), width="stretch")
     chart_buttons(chart, f"{key_prefix}_row{row}_head{head}", cells, csv_key=f"{key_prefix}_csv_row")
+
+
+def _row_picker(tokens: tuple[str, ...], key_prefix: str) -> int:
+    """The query row, kept in the URL as `<prefix>_row`: a list of "position · token" up to
+    ROW_OPTIONS_MAX tokens, a position to type or step past it (the row figure names its
+    token)."""
+    n = len(tokens)
+    common = dict(default=0, cast=int, valid=lambda r: 0 <= r < n)
+    if n <= ROW_OPTIONS_MAX:
+        return view_widget(f"{key_prefix}_row", st.selectbox, label=t("heatmap.row"),
+                           options=list(range(n)),
+                           format_func=lambda r: t("heatmap.row_option", pos=r, token=tokens[r]),
+                           **common)
+    return view_widget(f"{key_prefix}_row", st.number_input, label=t("heatmap.row_position",
+                       last=n - 1), min_value=0, max_value=n - 1, step=1, width=260, **common)
 
 
 # ---- explanation -------------------------------------------------------------------------------
