@@ -27,10 +27,12 @@ before it dispatches a click, about 40 ms on every page, do not count) until the
 starts (the page's, or only its fragment's) is done, no skeleton is left and every chart in the
 main area has drawn (bench/cold_link.py's probe). `--clicks --app=DIR` measures the app of
 another checkout with this bench. A head change on the Heatmap at n = 16 and 2,048, a change of
-the zoom window's size at 2,048 (a new layout: the canvas figure builds its elements again)
-and of the followed query in the one-row view,
-and a layer or head change on Model heads, each against the same click on a bare page with a selectbox and
-one chart, all in one run, the pages taken in turn. Target <= 2.
+the zoom window's size at 2,048 (a new layout: the canvas figure builds its elements again),
+of the followed query in the one-row view (a step of its position input), and of the view
+(comparison <-> one row: one section replaced by another), and a layer or head change on
+Model heads, each against the same click on a bare page with a selectbox and one chart, all
+in one run, the pages taken in turn. Target <= 2. What React renders on those clicks:
+bench/renders.py.
 """
 from __future__ import annotations
 
@@ -244,6 +246,19 @@ def click_times(browser, url: str, label: str, options: tuple[str, str],
         context.close()
 
 
+def click_urls(app: str, bare: str) -> dict[str, str]:
+    """The page each CLICKS row clicks on: the app's (at `app`) and the bare page (`bare`)."""
+    from bench.cold_link import spec_url
+
+    heatmap = spec_url(app, "Heatmap", 2048)
+    return {"bare page": f"{bare}/", "heatmap n=16": spec_url(app, "Heatmap", 16),
+            "heatmap n=2048": heatmap, "heatmap n=2048, zoom window size": heatmap,
+            "heatmap n=2048, query row": spec_url(app, "Heatmap?hm_view=row", 2048),
+            "heatmap n=2048, view": heatmap,
+            "model heads, layer": spec_url(app, "Model_heads", 16),
+            "model heads, head": spec_url(app, "Model_heads", 16)}
+
+
 def click_rounds(browser, urls: dict[str, str], rounds: int) -> dict[str, list[float]]:
     """Click-to-chart ms per page in two passes over the pages, the second in reverse order,
     `rounds // 2` clicks per page and pass (a machine speeding up or slowing down hits all)."""
@@ -259,7 +274,7 @@ def click_rounds(browser, urls: dict[str, str], rounds: int) -> dict[str, list[f
 def run_clicks(rounds: int = 8, app_dir: str | None = None) -> list[dict]:
     """Click-to-chart ratios against the same click on a bare page, measured in one run;
     app_dir: the app of another checkout (e.g. `git archive` of an earlier commit)."""
-    from bench.cold_link import BARE, spec_url
+    from bench.cold_link import BARE
     from playwright.sync_api import sync_playwright
 
     from tests.conftest import CHROMIUM_FLAGS, Server
@@ -270,13 +285,7 @@ def run_clicks(rounds: int = 8, app_dir: str | None = None) -> list[dict]:
         app = Server(cwd=app_dir) if app_dir else Server()
         base = Server(str(Path(tmp) / "bare_page.py"))
         try:
-            urls = {"bare page": f"{base.url}/",
-                    **{f"heatmap n={n}": spec_url(app.url, "Heatmap", n) for n in (16, 2048)},
-                    "heatmap n=2048, zoom window size": spec_url(app.url, "Heatmap", 2048),
-                    "heatmap n=2048, query row": spec_url(app.url, "Heatmap?hm_view=row", 2048),
-                    "heatmap n=2048, view": spec_url(app.url, "Heatmap", 2048),
-                    "model heads, layer": spec_url(app.url, "Model_heads", 16),
-                    "model heads, head": spec_url(app.url, "Model_heads", 16)}
+            urls = click_urls(app.url, base.url)
             browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_FLAGS)
             times = click_rounds(browser, urls, rounds)
             browser.close()
