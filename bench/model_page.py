@@ -75,8 +75,9 @@ def cold_paint(browser, root: Path, timeout: float = 600_000) -> float:
     try:
         page = context.new_page()
         page.goto(f"{server.url}/Model_heads?{urlencode(SPEC.to_query())}")
-        page.wait_for_function("() => window.__done !== undefined", timeout=timeout, polling=50)
-        return page.evaluate("() => window.__done")
+        # the probe's time, read in the same poll that sees it (a later frame may clear it)
+        return page.wait_for_function("() => window.__done", timeout=timeout,
+                                      polling=50).json_value()
     finally:
         context.close()
         server.stop()

@@ -125,7 +125,9 @@ def server_rss_mb(timeout: float = 240.0) -> float | None:
                     if time.time() > deadline:
                         raise
                     time.sleep(0.5)
-            page.wait_for_selector('[data-testid="stDataFrame"]', timeout=timeout * 1000)
+            # the heads tab: its grid drawn (the per-head table is another tab's)
+            page.wait_for_selector('[data-testid="stMain"] .ae-heatmap[data-drawn]',
+                                   timeout=timeout * 1000)
             page.wait_for_function(
                 """() => !document.querySelector('[data-testid="stStatusWidget"]')""",
                 timeout=timeout * 1000)
