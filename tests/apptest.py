@@ -35,6 +35,19 @@ def open_page(path: str, spec: AttentionSpec | None = None, *, timeout: float = 
 run_page = open_page
 
 
+def explanation_steps(draw) -> tuple[str, list]:
+    """(title key, [(text key, formula)...]) of the explanation `draw` makes (ui/explain.py),
+    caught from its own call instead of drawn."""
+    caught = []
+    original = draw.__globals__["explanation"]
+    draw.__globals__["explanation"] = lambda key, steps: caught.extend([key, list(steps)])
+    try:
+        draw()
+    finally:
+        draw.__globals__["explanation"] = original
+    return caught[0], caught[1]
+
+
 def open_tab(at: AppTest, key: str, label: str) -> AppTest:
     """Switch the view tabs `key` (state.view_tabs) to the tab called `label`, as a click does."""
     at.session_state[key] = label

@@ -90,3 +90,20 @@ def _query(url: str):
     from urllib.parse import parse_qsl, urlsplit
 
     return parse_qsl(urlsplit(url).query)
+
+
+def test_an_explanation_draws_its_formulas_when_opened(server, page):
+    """The explanation at a page's foot is not on the page until opened (a rerun); opened,
+    its formulas are typeset and the rest of the page stays drawn."""
+    from attention.ui.heatmap_view import draw_explanation
+    from tests.apptest import explanation_steps
+
+    _, steps = explanation_steps(draw_explanation)
+    formulas = [formula for _, formula in steps if formula]
+    page.goto(f"{server.url}/Heatmap?{urlencode(SPEC.to_query())}")
+    wait_for_app(page)
+    expect(page.locator(".katex-display")).to_have_count(0)
+    page.get_by_text("What am I looking at?").click()
+    expect(page.locator(".katex-display")).to_have_count(len(formulas), timeout=UI_TIMEOUT)
+    expect(page.locator('[data-testid="stMain"] .ae-heatmap').first).to_be_visible()
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)

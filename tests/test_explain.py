@@ -7,27 +7,14 @@ import pytest
 from attention.i18n import translate
 from attention.spec import AttentionSpec
 from attention.ui import heatmap_view, model_view, scores_view
-from tests.apptest import open_page
+from tests.apptest import explanation_steps, open_page
 
 SPEC = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"))
 
-
-def _caught(draw) -> tuple[str, list]:
-    """(title key, steps) of the explanation `draw` makes, caught from its own call."""
-    caught = []
-    original = draw.__globals__["explanation"]
-    draw.__globals__["explanation"] = lambda key, steps: caught.extend([key, list(steps)])
-    try:
-        draw()
-    finally:
-        draw.__globals__["explanation"] = original
-    return caught[0], caught[1]
-
-
 SECTIONS = {
-    "pages/1_Heatmap.py": lambda: _caught(heatmap_view.draw_explanation),
+    "pages/1_Heatmap.py": lambda: explanation_steps(heatmap_view.draw_explanation),
     "pages/2_Score_analysis.py": lambda: ("scores.formulas", list(scores_view.FORMULAS)),
-    "pages/3_Model_heads.py": lambda: _caught(model_view.draw_explanations),
+    "pages/3_Model_heads.py": lambda: explanation_steps(model_view.draw_explanations),
 }
 
 
