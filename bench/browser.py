@@ -78,6 +78,13 @@ PROBE = """
 """
 
 
+def done_ms(page, timeout: float) -> float:
+    """The probe's ready time (`__done`), read in the same poll that sees it: a later frame
+    may clear it again."""
+    return page.wait_for_function("() => window.__done", timeout=timeout,
+                                  polling=50).json_value()
+
+
 def chromium() -> str:
     """The Chromium executable Playwright drives (Debian's; Playwright's own download does
     not work on these machines)."""

@@ -37,7 +37,7 @@ from attention.diskcache import ENV as CACHE_ENV
 from attention.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
-from bench.browser import PROBE, chromium
+from bench.browser import PROBE, chromium, done_ms
 from bench.timing import print_table, row
 
 BARE = '''
@@ -83,9 +83,7 @@ def cold_paint(browser, script: str | None, path: str | None, cache: str, n: int
         page = context.new_page()
         url = f"{server.url}/" if path is None else spec_url(server.url, path, n)
         page.goto(url)
-        # the probe's time, read in the same poll that sees it (a later frame may clear it)
-        return page.wait_for_function("() => window.__done", timeout=timeout,
-                                      polling=50).json_value()
+        return done_ms(page, timeout)
     finally:
         context.close()
         server.stop()

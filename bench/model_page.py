@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from attention.spec import AttentionSpec
+from bench.browser import done_ms
 from bench.cold_link import _context
 from bench.timing import row
 
@@ -75,9 +76,7 @@ def cold_paint(browser, root: Path, timeout: float = 600_000) -> float:
     try:
         page = context.new_page()
         page.goto(f"{server.url}/Model_heads?{urlencode(SPEC.to_query())}")
-        # the probe's time, read in the same poll that sees it (a later frame may clear it)
-        return page.wait_for_function("() => window.__done", timeout=timeout,
-                                      polling=50).json_value()
+        return done_ms(page, timeout)
     finally:
         context.close()
         server.stop()

@@ -12,10 +12,12 @@ import streamlit as st
 
 from .. import interventions as ivlink
 from .. import modelrun, models
+from ..charts.canvas import grid_figure
 from ..errors import UserError
+from ..headstats import grid_image, grid_labels
 from ..spec import AttentionSpec
 from . import cache
-from .text import t
+from .text import lang, t
 
 MODELS = 2
 _LOADED: set[str] = set()    # sources loaded in this process (no spinner for those)
@@ -58,6 +60,17 @@ def report(source: str, text: str, hide_sinks: bool = False) -> modelrun.HeadsRe
     byte-bounded store: a 32 x 32 model's weights are large)."""
     return cache.cached("model_report", (source, text, hide_sinks),
                         lambda: modelrun.heads_report(source, text, hide_sinks=hide_sinks))
+
+
+def grid(source: str, text: str, hide_sinks: bool = False) -> dict:
+    """The all-heads grid figure of report(source, text, hide_sinks), no head framed: built
+    once per text and language (a pick only moves the frame)."""
+    def build() -> dict:
+        shown = report(source, text, hide_sinks)
+        image, blocks = grid_image(shown.shown)
+        return grid_figure(image, blocks, grid_labels(shown.tokens), lang())
+
+    return cache.cached("grid_figure", (source, text, hide_sinks, lang()), build)
 
 
 def value_weighted(source: str, text: str, layer: int, head: int):

@@ -14,9 +14,9 @@ from typing import Callable
 import streamlit as st
 
 from ..charts import model as charts
-from ..charts.canvas import grid_figure, matrix_figure
+from ..charts.canvas import matrix_figure
 from ..errors import UserError
-from ..headstats import GRID_CELLS, HEAD_COLUMNS, SINK_COLUMNS, grid_image, grid_labels
+from ..headstats import GRID_CELLS, HEAD_COLUMNS, SINK_COLUMNS
 from ..models import BUNDLED
 from . import cache
 from . import model as cached
@@ -55,15 +55,17 @@ def draw_model_tab(spec, view: Callable[..., None] = lambda draw, *args: draw(*a
     changes, drawn by `view` (layout.Page.view: a click there reruns only that part)."""
     found = _model_for(spec)
     if found is not None:
-        draw_pieces(found[2])
-        view(draw_heads, spec, found[0])
+        source, _, report = found
+        draw_pieces(report)
+        view(draw_heads, spec, source)
 
 
 def draw_table_tab(spec) -> None:
     """Every head's statistics at once (no layer or head choice changes them)."""
     found = _model_for(spec)
     if found is not None:
-        draw_table(found[2])
+        _, _, report = found
+        draw_table(report)
 
 
 def draw_interventions_tab(spec) -> None:
@@ -111,7 +113,7 @@ def draw_heads(spec, source: str) -> None:
     grid_slot = st.container()        # the grid shows above the pickers but needs their value
     layer, head = pick_head(loaded.layers, loaded.heads)
     with grid_slot:
-        draw_grid(report, (layer, head), (source, spec.model_text, spec.hide_sinks),
+        draw_grid(report, cached.grid(source, spec.model_text, spec.hide_sinks), (layer, head),
                   hidden=spec.hide_sinks)
     st.subheader(t("model.compare_title", layer=layer, head=head))
     st.caption(t("model.compare_help", d_head=loaded.d_head, root=loaded.d_head ** 0.5))
@@ -145,10 +147,9 @@ def _apply_grid_click(layers: int, heads: int) -> None:
         st.session_state["view_" + LAYER_VIEW], st.session_state["view_" + HEAD_VIEW] = picked
 
 
-def draw_grid(report, current: tuple[int, int], key: tuple, hidden: bool = False) -> None:
-    """Every head, pooled, on the canvas; the current head framed; a click on one picks it.
-    The figure is built once per report (`key`: what the report is cached under) and
-    language; a click only moves its frame."""
+def draw_grid(report, figure: dict, current: tuple[int, int], hidden: bool = False) -> None:
+    """Every head, pooled, on the canvas (`figure`: model.grid, built once per text); the
+    current head framed; a click on one picks it."""
     layers, heads, n, _ = report.shown.shape
     st.subheader(t("model.grid_title", count=layers * heads))
     st.caption(t("model.grid_help", cells=GRID_CELLS))
@@ -156,13 +157,8 @@ def draw_grid(report, current: tuple[int, int], key: tuple, hidden: bool = False
         st.caption(t("model.grid_causal"))
     if hidden:
         st.caption(t("model.grid_hidden"))
-
-    def build() -> dict:
-        image, blocks = grid_image(report.shown)
-        return grid_figure(image, blocks, grid_labels(report.tokens), lang())
-
-    figure = {**cache.cached("grid_figure", (*key, lang()), build), "current": list(current)}
-    figure_view(figure, key=GRID_KEY, pick=partial(_apply_grid_click, layers, heads))
+    figure_view({**figure, "current": list(current)}, key=GRID_KEY,
+                pick=partial(_apply_grid_click, layers, heads))
 
 
 def pick_head(layers: int, heads: int) -> tuple[int, int]:
