@@ -91,15 +91,19 @@ def test_long_input_draws_an_overview_image_on_a_canvas(server, page):
     wait_drawn(page, 0)
     # The overview is three images of 150 x 150 blocks: hundreds of distinct colours on its
     # canvases, so the images really were drawn.
-    distinct = page.evaluate(f"""() => {{
+    # Read until painted: a fresh CI clone once read them blank just after data-drawn.
+    colours = f"""() => {{
       const seen = new Set();
       for (const c of document.querySelectorAll('{FIGURES}')[0].querySelectorAll('canvas')) {{
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
         for (let i = 0; i < d.length; i += 4) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
       }}
       return seen.size;
-    }}""")
-    assert distinct > 300, distinct
+    }}"""
+    try:
+        page.wait_for_function(f"() => ({colours})() > 300", timeout=UI_TIMEOUT, polling=200)
+    except Exception:
+        raise AssertionError(f"{page.evaluate(colours)} distinct colours on the overview")
     overview = page.locator(FIGURES).nth(0)
     expect(overview.locator(".ae-xlabels .ae-tick").first).to_have_text("0")
     # The zoom window below: every cell of queries 0-15 x keys 0-15, labelled with its tokens.
