@@ -12,9 +12,9 @@ import torch
 from attention import frames
 from attention.analysis import analyze
 from attention.charts import heatmap
-from attention.charts.canvas import (MAGIC, cells_figure, nice_ticks, overview_figure, pack,
-                                     grid_figure, matrix_figure, row_figure,
-                                     unpack)
+from attention.charts.canvas import (BAR_LABELS_MAX, MAGIC, amend, bars_figure, cells_figure,
+                                     grid_figure, matrix_figure, nice_ticks, overview_figure,
+                                     pack, row_figure, unpack)
 from attention.charts.colors import SCHEMES, colorize
 from attention.charts.heatmap import NUMBERS_MAX, number_labels
 from attention.pooling import blocks_for, pooled_matrices
@@ -262,3 +262,54 @@ def test_a_malformed_or_foreign_head_pick_is_ignored(value):
 
 def test_a_head_pick_of_the_model_is_kept():
     assert parse_pick({"layer": 1, "head": 2}, layers=2, heads=3) == (1, 2)
+
+
+BAR_TITLES = {"x": "Key", "y": "norm", "shade": "weight", "token": "Key", "pos": "Position"}
+
+
+def test_bars_are_coloured_as_vegas_blues_scale_and_end_on_a_round_tick():
+    """Shade 0 and 1 are the scheme's first and last colours and 0.5 its middle stop (Vega
+    spaces a scheme's colours evenly on [0, 1]); the axis runs from 0 to a round tick at or
+    above the tallest bar, and each tick sits at its share of that top."""
+    blues = SCHEMES["blues"]
+    first, middle, last = ("#" + blues[i:i + 6] for i in (0, 30, len(blues) - 6))   # 11 stops
+    figure = bars_figure(np.array([0.104, 6.54, 5.7]), np.array([0.0, 0.5, 1.0]),
+                         ["[CLS]", "the", "cat"], titles=BAR_TITLES)
+    assert figure["kind"] == "bars" and figure["n"] == 3
+    assert figure["colors"] == [first, middle, last]
+    assert figure["heights"] == [0.104, 6.54, 5.7] and figure["shades"] == [0.0, 0.5, 1.0]
+    assert figure["top"] == 8.0                                   # ticks 0 2 4 6, then 8
+    assert figure["y"]["ticks"] == [[0.0, "0"], [0.25, "2"], [0.5, "4"], [0.75, "6"],
+                                    [1.0, "8"]]
+    assert figure["x"]["labels"] == ["[CLS] ·0", "the ·1", "cat ·2"]
+    assert figure["legend"]["title"] == "weight"
+    assert json.loads(json.dumps(figure, allow_nan=False)) == figure
+
+
+def test_bars_past_the_label_limit_show_positions_and_an_unknown_bar_is_left_out():
+    n = BAR_LABELS_MAX + 1
+    heights = np.linspace(0.0, 0.3, n)
+    heights[3] = np.nan
+    figure = bars_figure(heights, np.full(n, 0.2), [f"<b>{i}</b>" for i in range(n)],
+                         titles=BAR_TITLES)
+    assert "labels" not in figure["x"] and figure["x"]["ticks"][0] == 0
+    assert max(figure["x"]["ticks"]) <= n - 1
+    assert figure["heights"][3] is None and figure["heights"][-1] == 0.3
+    assert figure["top"] >= 0.3 and figure["tip"]["tokens"][5] == "<b>5</b>"   # text, kept
+    assert json.loads(json.dumps(figure, allow_nan=False)) == figure
+    flat = bars_figure(np.zeros(2), np.zeros(2), ["a", "b"], titles=BAR_TITLES)
+    assert flat["top"] == 1.0                                     # all zero: a unit axis
+
+
+def test_an_amended_packed_figure_is_the_figure_with_the_fields_added():
+    """The grid is packed once and a pick adds its frame: what the browser unpacks is the
+    figure packed with that field from the start, PNGs and all."""
+    image = np.full((2 * 3, 3 * 3), np.nan)
+    image[:2, :2] = 0.5
+    figure = grid_figure(image, 2, ["a", "b"], "en")
+    del figure["current"]
+    amended = amend(pack(figure), current=[1, 2])
+    assert unpack(amended) == unpack(pack({**figure, "current": [1, 2]}))
+    assert json.loads(amended[8:8 + struct.unpack("<I", amended[4:8])[0]])["current"] == [1, 2]
+    with pytest.raises(ValueError):
+        amend(b"XXXX" + amended[4:], current=[0, 0])

@@ -133,12 +133,36 @@ def test_table_lists_every_head(table_page, own_weights):
     assert row["To [CLS]"] == pytest.approx(own_weights[3, 7, :, 0].mean().item(), abs=1e-5)
 
 
-def test_rollout_and_value_weighted_views(page):
+@pytest.fixture(scope="module")
+def own_value_norms():
+    """||f(x_j)|| of layer 3, head 7 for TEXT from transformers' own BertModel: the layer's
+    input (hidden state 3), its value projection's head-7 columns, then the output
+    projection's head-7 columns, f(x) = (x W_V + b_V) W_O^h (Kobayashi et al. 2020): (n,)."""
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(pretrained.model_path()).eval()
+    enc = pretrained.load().tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        x = model(**enc, output_hidden_states=True).hidden_states[3][0]        # (n, 384)
+        attention = model.encoder.layer[3].attention
+        part = slice(7 * 32, 8 * 32)                                           # head 7
+        v = attention.self.value(x)[:, part]                                   # (n, 32)
+        f = v @ attention.output.dense.weight[:, part].T                       # (n, 384)
+    return f.norm(dim=-1)
+
+
+def test_rollout_and_value_weighted_views(page, own_weights, own_value_norms):
+    """The value norms' bars are the head's own ||f(x_j)||, shaded by the mean weight its
+    queries give each key (both from transformers, not from the page's code)."""
     titles = [s.value for s in page.subheader]
     assert any("rollout" in s.lower() for s in titles)
     assert any("Kobayashi" in s for s in titles)
-    norms = [f for f in chart_frames(page) if "f_norm" in f]
-    assert len(norms) == 1 and len(norms[0]) == 9 and (norms[0]["f_norm"] >= 0).all()
+    bars = [f for f in figures(page) if f["kind"] == "bars"]
+    assert len(bars) == 1 and bars[0]["n"] == 9
+    assert bars[0]["heights"] == pytest.approx(own_value_norms.tolist(), abs=2e-3)
+    assert bars[0]["shades"] == pytest.approx(own_weights[3, 7].mean(dim=0).tolist(), abs=2e-3)
+    assert bars[0]["x"]["labels"][2] == "cat ·2"
+    assert not [f for f in chart_frames(page) if "f_norm" in f]    # no Vega chart of them
 
 
 def test_every_head_statistic_draws_the_table_column():

@@ -1,7 +1,8 @@
 // The canvas heatmap: a figure from attention/charts/canvas.py. Kinds "cells" and "blocks"
 // are panels side by side, each a canvas showing one image (a pixel a cell or a block) scaled
 // up without smoothing, with the numbers it is given printed on it; "row" is two step lines
-// over every key; "grid" is every head of a model in one image, a click picking a head. Axis
+// over every key; "bars" one bar a key, each its own colour; "grid" is every head of a model
+// in one image, a click picking a head. Axis
 // labels, titles, legends and tooltips are DOM text set through textContent only (a token is
 // never markup). A figure with the same `layout` as the last one keeps every element: only
 // the canvases are repainted (and, for cells, the labels rewritten when they changed).
@@ -361,6 +362,57 @@ function paintRow(state) {
   }
 }
 
+// ---- one bar a key (kind "bars"): heights from 0, each bar its own colour ----
+
+function buildBars(state, data) {
+  const { root } = state;
+  root.replaceChildren();
+  const { width, height, n } = data;
+  const box = el("div", "ae-row-box");
+  const plot = el("div", "ae-plot");
+  const canvas = sizedCanvas(width, height, data.y.title);
+  plot.appendChild(canvas);
+  const ys = data.y.ticks.map(([at, text]) => [height - at * height, text]);
+  const xlabels = data.x.labels ? axisLabels(data.x, n, n, width, false)
+    : tickLabels(data.x.ticks.map((t) => [((t + 0.5) / n) * width, String(t)]), width, false);
+  box.append(el("div", "ae-ytitle", data.y.title), tickLabels(ys, height, true), plot, xlabels,
+             el("div", "ae-xtitle", data.x.title));
+  state.tip = tooltip();
+  root.append(box, legendBar(data.legend, Math.min(width, 400)), state.tip);
+  state.bars = { canvas };
+  canvas.addEventListener("pointermove", (event) => {
+    const d = state.data, r = canvas.getBoundingClientRect();
+    const k = Math.floor(((event.clientX - r.left) / r.width) * d.n);
+    if (k < 0 || k >= d.n || d.heights[k] === null) { showTip(state, event, null); return; }
+    const t = d.tip.titles, shade = d.shades[k];
+    showTip(state, event, [[t.token, d.tip.tokens[k]], [t.pos, k], [t.y, d.heights[k].toFixed(3)],
+                           [t.shade, shade === null ? "—" : shade.toFixed(3)]]);
+  });
+  canvas.addEventListener("pointerleave", () => showTip(state, {}, null));
+}
+
+function paintBars(state) {
+  const d = state.data, { canvas } = state.bars, { width, height, n } = d;
+  const ctx = canvas.getContext("2d"), s = canvas.width / width;
+  ctx.setTransform(s, 0, 0, s, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  ctx.strokeStyle = "#e6e8ef";                                // grid lines at the y ticks
+  ctx.lineWidth = 1;
+  for (const [at] of d.y.ticks) {
+    ctx.beginPath();
+    ctx.moveTo(0, height - at * height);
+    ctx.lineTo(width, height - at * height);
+    ctx.stroke();
+  }
+  const step = width / n, gap = Math.min(2, step * 0.1);
+  d.heights.forEach((v, k) => {
+    if (v === null) return;                                   // nothing known: no bar
+    const top = height - Math.min(1, Math.max(0, v / d.top)) * height;
+    ctx.fillStyle = d.colors[k];
+    ctx.fillRect(k * step + gap / 2, top, Math.max(1, step - gap), height - top);
+  });
+}
+
 // ---- every head of a model at a glance (kind "grid"): click a head to pick it ----
 
 function buildGrid(state, data) {
@@ -444,19 +496,19 @@ export default function (component) {
   state.data = data;
   state.setTriggerValue = setTriggerValue;
   state.root.toggleAttribute("data-brush", !!data.brush);
-  state.root.classList.toggle("ae-row", data.kind === "row" || data.kind === "grid");
+  state.root.classList.toggle("ae-row", ["row", "grid", "bars"].includes(data.kind));
   state.root.classList.toggle("ae-grid", data.kind === "grid");
   const version = ++state.version;
   state.root.dataset.pending = "1";
   if (state.layout !== data.layout) {
-    ({ row: buildRow, grid: buildGrid }[data.kind] || build)(state, data);
+    ({ row: buildRow, grid: buildGrid, bars: buildBars }[data.kind] || build)(state, data);
     state.layout = data.layout;
   } else if (data.labels_key && state.labelsKey !== data.labels_key) {
     relabel(state, data);
   }
   state.labelsKey = data.labels_key;
-  if (data.kind === "row") {
-    paintRow(state);
+  if (data.kind === "row" || data.kind === "bars") {         // no images: drawn at once
+    (data.kind === "row" ? paintRow : paintBars)(state);
     state.root.dataset.drawn = String(version);
     delete state.root.dataset.pending;
     return;

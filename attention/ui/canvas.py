@@ -25,12 +25,14 @@ _component = st.components.v2.component(
     css=(HERE / "canvas.css").read_text(encoding="utf-8"), isolate_styles=False)
 
 
-def figure_view(figure: dict, *, key: str, width: str = "content",
+def figure_view(figure: dict | bytes, *, key: str, width: str = "content",
                 **events: Callable[[], None]) -> None:
-    """Draw `figure`; width "stretch" for a figure as wide as the column (a row). events:
-    brush=callback (a box dragged on an overview: `brush(key)`) or pick=callback (a head
-    clicked on the grid: `pick(key, layers, heads)`), called before the rerun."""
-    _component(data=pack(figure), key=key, width=width,
+    """Draw `figure` (or a figure already packed); width "stretch" for a figure as wide as
+    the column (a row). events: brush=callback (a box dragged on an overview: `brush(key)`)
+    or pick=callback (a head clicked on the grid: `pick(key, layers, heads)`), called before
+    the rerun."""
+    data = figure if isinstance(figure, bytes) else pack(figure)
+    _component(data=data, key=key, width=width,
                **{f"on_{event}_change": callback for event, callback in events.items()})
 
 

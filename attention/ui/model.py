@@ -12,7 +12,7 @@ import streamlit as st
 
 from .. import interventions as ivlink
 from .. import modelrun, models
-from ..charts.canvas import grid_figure
+from ..charts.canvas import grid_figure, pack
 from ..errors import UserError
 from ..headstats import grid_image, grid_labels
 from ..spec import AttentionSpec
@@ -62,13 +62,16 @@ def report(source: str, text: str, hide_sinks: bool = False) -> modelrun.HeadsRe
                         lambda: modelrun.heads_report(source, text, hide_sinks=hide_sinks))
 
 
-def grid(source: str, text: str, hide_sinks: bool = False) -> dict:
-    """The all-heads grid figure of report(source, text, hide_sinks), no head framed: built
-    once per text and language (a pick only moves the frame)."""
-    def build() -> dict:
+def grid(source: str, text: str, hide_sinks: bool = False) -> bytes:
+    """The all-heads grid figure of report(source, text, hide_sinks), packed, without its
+    "current" head: built once per text and language (a pick only adds the frame:
+    charts.canvas.amend)."""
+    def build() -> bytes:
         shown = report(source, text, hide_sinks)
         image, blocks = grid_image(shown.shown)
-        return grid_figure(image, blocks, grid_labels(shown.tokens), lang())
+        figure = grid_figure(image, blocks, grid_labels(shown.tokens), lang())
+        del figure["current"]
+        return pack(figure)
 
     return cache.cached("grid_figure", (source, text, hide_sinks, lang()), build)
 

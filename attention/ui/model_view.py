@@ -14,7 +14,7 @@ from typing import Callable
 import streamlit as st
 
 from ..charts import model as charts
-from ..charts.canvas import matrix_figure
+from ..charts.canvas import amend, matrix_figure
 from ..errors import UserError
 from ..headstats import GRID_CELLS, HEAD_COLUMNS, SINK_COLUMNS
 from ..models import BUNDLED
@@ -147,8 +147,8 @@ def _apply_grid_click(layers: int, heads: int) -> None:
         st.session_state["view_" + LAYER_VIEW], st.session_state["view_" + HEAD_VIEW] = picked
 
 
-def draw_grid(report, figure: dict, current: tuple[int, int], hidden: bool = False) -> None:
-    """Every head, pooled, on the canvas (`figure`: model.grid, built once per text); the
+def draw_grid(report, figure: bytes, current: tuple[int, int], hidden: bool = False) -> None:
+    """Every head, pooled, on the canvas (`figure`: model.grid, packed once per text); the
     current head framed; a click on one picks it."""
     layers, heads, n, _ = report.shown.shape
     st.subheader(t("model.grid_title", count=layers * heads))
@@ -157,7 +157,7 @@ def draw_grid(report, figure: dict, current: tuple[int, int], hidden: bool = Fal
         st.caption(t("model.grid_causal"))
     if hidden:
         st.caption(t("model.grid_hidden"))
-    figure_view({**figure, "current": list(current)}, key=GRID_KEY,
+    figure_view(amend(figure, current=list(current)), key=GRID_KEY,
                 pick=partial(_apply_grid_click, layers, heads))
 
 
@@ -240,9 +240,10 @@ def draw_value_weighted(source: str, text: str, tokens: tuple[str, ...], layer: 
             figure_view(matrix_figure(matrix, tokens, lang(), title=title, scheme=scheme,
                                       size=_matrix_px(len(tokens), size)),
                         key=f"{PREFIX}_value_{part}")
-    chart = charts.norm_chart(charts.norm_frame(f_norm, alpha.mean(dim=0), tokens), tokens,
-                              lang())
-    show(chart, width="content")
+    frame = charts.norm_frame(f_norm, alpha.mean(dim=0), tokens)
+    figure_view(charts.norm_figure(frame, tokens, lang()), key=f"{PREFIX}_norms")
+    chart_buttons(lambda: charts.norm_chart(frame, tokens, lang()),
+                  f"model_norms_l{layer}_h{head}", frame)
 
 
 def draw_explanations() -> None:
