@@ -240,3 +240,35 @@ def test_following_one_query_of_a_long_input_draws_both_lines_and_answers_the_po
     text = tip.inner_text()
     assert f"{float(a.scaled.weights[0, 9, key]):.4f}" in text
     assert f"{float(a.unscaled.weights[0, 9, key]):.4f}" in text
+
+
+def test_the_download_menu_opens_with_its_buttons_and_gives_the_heads_csv_and_png(server,
+                                                                                  page):
+    """A chart's Download menu is drawn without its buttons until it opens (its opening
+    reruns the heatmap section); then its CSV holds the chosen head's weights, as analyze
+    computes them, and its PNG is an image of the chart."""
+    import csv
+    import io
+
+    page.goto(f"{server.url}/Heatmap?{urlencode({**SPEC.to_query(), 'hm_head': '1'})}")
+    wait_for_app(page)
+    wait_drawn(page)
+    menu = page.locator('[data-testid="stMain"]').get_by_role("button", name="Download")
+    expect(menu).to_have_count(1, timeout=UI_TIMEOUT)
+    menu.click()
+    body = page.locator('[data-testid="stPopoverBody"]')
+    expect(body.get_by_role("button", name="PNG")).to_be_visible(timeout=UI_TIMEOUT)
+    with page.expect_download(timeout=UI_TIMEOUT) as got:
+        body.get_by_role("button", name="CSV").click()
+    rows = list(csv.DictReader(io.StringIO(got.value.path().read_text(encoding="utf-8-sig"))))
+    weights = analyze(SPEC).scaled.weights[1]                                   # (5, 5)
+    assert len(rows) == 25 and {r["head"] for r in rows} == {"1"}
+    for r in rows:
+        assert float(r["weight"]) == pytest.approx(
+            weights[int(r["query_pos"]), int(r["key_pos"])].item(), abs=1e-5)
+    with page.expect_download(timeout=UI_TIMEOUT) as got:
+        body.get_by_role("button", name="PNG").click()
+    assert got.value.suggested_filename == "hm_attention_head1_q0-4_k0-4.png"
+    png = got.value.path().read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)

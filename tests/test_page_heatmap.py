@@ -304,3 +304,26 @@ def test_bad_input_shows_an_error_and_no_exception():
     assert at.error and not at.get("vega_lite_chart") and not figures(at)
     at = open_page(CAT, hm_view="nonsense", hm_q="-4", hm_win="abc")
     assert not at.exception and len(cells(at)) == 1          # bad view params: defaults
+
+
+def test_a_download_menu_draws_its_buttons_only_while_open():
+    """Inside a view section each chart's Download menu is drawn closed, without its buttons
+    (a click on the head then sends one element per menu, not four); opened, as a click
+    opens it, it holds the CSV, PNG and SVG of that chart's head and window, and the other
+    menu stays closed."""
+    long = AttentionSpec(tokens=tuple(f"t{i}" for i in range(100)), heads=2, d_k=8,
+                         d_model=16, seed=1)
+    at = open_page(long, hm_head="1")
+    assert not at.exception
+    labels = lambda: [b.label for b in at.main.get("download_button")]   # noqa: E731
+    assert labels() == []
+    at.session_state["hm_dl_cells"] = True
+    at.run()
+    assert not at.exception and labels() == ["CSV", "PNG", "SVG"]
+    names = [b.proto.id for b in at.main.get("download_button")]
+    assert any("png_hm_attention_head1_q0-15_k0-15" in name for name in names)
+    at.session_state["hm_dl_cells"] = False
+    at.session_state["hm_dl_overview"] = True
+    at.run()
+    names = [b.proto.id for b in at.main.get("download_button")]
+    assert len(names) == 3 and any("png_hm_overview_head1_max" in name for name in names)

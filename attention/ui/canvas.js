@@ -12,6 +12,8 @@
 const roots = new WeakMap();     // parentElement -> {root, layout, version, panels, tip}
 const images = new Map();        // PNG digest -> decoded ImageBitmap (a few recent ones)
 const KEPT_IMAGES = 24;
+let pageFont = null;             // the app's font family, read from the page once
+let rowWidth = 680;              // px: a row figure's plot width, as last measured
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -258,8 +260,8 @@ function paint(state, panel, image, index) {
   ctx.drawImage(image, 0, 0, data.panel, data.panel);
   const sx = data.panel / data.cols, sy = data.panel / data.rows;
   if (panel.numbers) {
-    state.font = state.font || getComputedStyle(state.root).fontFamily;   // one style read
-    ctx.font = `${Math.min(10, sx * 0.55)}px ${state.font}`;
+    pageFont = pageFont || getComputedStyle(state.root).fontFamily;   // one style read a page
+    ctx.font = `${Math.min(10, sx * 0.55)}px ${pageFont}`;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     panel.numbers.forEach((row, i) => row.forEach((text, j) => {
@@ -283,10 +285,27 @@ function paint(state, panel, image, index) {
 
 // ---- one query over every key: two step lines (kind "row") ----
 
+// A row figure is as wide as its column, measured by a ResizeObserver after the browser's own
+// layout: reading clientWidth while building forced a style recalculation of the whole page
+// inside React's commit (25 ms of a view change, in a Chrome trace). A width other than the
+// one built with rebuilds the figure before it is painted on screen.
+function observeRowWidth(state) {
+  if (state.observer) return;
+  state.observer = new ResizeObserver((entries) => {
+    rowWidth = Math.max(320, Math.round(entries[0].contentRect.width) - 80);
+    if (state.row && state.data.kind === "row" && state.row.width !== rowWidth) {
+      buildRow(state, state.data);
+      paintRow(state);
+    }
+  });
+  state.observer.observe(state.root.parentElement);
+}
+
 function buildRow(state, data) {
   const { root } = state;
   root.replaceChildren();
-  const width = Math.max(320, (root.parentElement.clientWidth || 760) - 80);
+  observeRowWidth(state);
+  const width = rowWidth;
   const height = data.height, n = data.n;
   const title = el("div", "ae-row-title", "");           // the query; set on every paint
   const legend = el("div", "ae-row-legend");

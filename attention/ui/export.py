@@ -22,19 +22,27 @@ def csv_button(frame: pd.DataFrame | Callable[[], pd.DataFrame], file_name: str,
 
 
 def chart_buttons(chart: alt.TopLevelMixin | Figure | Callable[[], alt.TopLevelMixin | Figure],
-                  file_name: str, table=None, csv_key: str | None = None) -> None:
+                  file_name: str, table=None, csv_key: str | None = None, *,
+                  key: str | None = None) -> None:
     """A Download menu under a chart: PNG and SVG of it (`chart`, or a function that makes
     it on a click: the Vega drawing of a canvas figure), and with a table (or a function that
-    makes it) its CSV first. A closed menu's buttons are not drawn: a rerun that redraws the
-    chart redraws one button, not three (README, "Performance")."""
+    makes it) its CSV first.
+
+    key: the menu of a view section (layout.Page.view), named for its place on the page (not
+    for the file, which changes with the head): its buttons are drawn only while it is open,
+    opening it reruns the section alone. A closed menu then costs a click in that section one
+    message instead of four (README, "Performance")."""
     make = chart if callable(chart) else (lambda: chart)
-    row = st.popover(t("export.download"), icon=":material/download:")
+    lazy = {"key": key, "on_change": "rerun"} if key else {}
+    row = st.popover(t("export.download"), icon=":material/download:", **lazy)
+    if key and not row.open:
+        return
     if table is not None:
         with row:
             csv_button(table, file_name, key=csv_key)
     row.download_button(t("export.png"), data=lambda: export.chart_png(make()),
-                         file_name=f"{file_name}.png", mime="image/png", icon=":material/image:",
-                         key=f"png_{file_name}", on_click="ignore")
+                        file_name=f"{file_name}.png", mime="image/png", icon=":material/image:",
+                        key=f"png_{file_name}", on_click="ignore")
     row.download_button(t("export.svg"), data=lambda: export.chart_svg(make()),
-                          file_name=f"{file_name}.svg", mime="image/svg+xml",
-                          icon=":material/draw:", key=f"svg_{file_name}", on_click="ignore")
+                        file_name=f"{file_name}.svg", mime="image/svg+xml",
+                        icon=":material/draw:", key=f"svg_{file_name}", on_click="ignore")

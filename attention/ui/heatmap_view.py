@@ -131,7 +131,7 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
         chart_buttons(lambda: charts.overview_chart(images, axes, lang(), box=box, shared=shared),
                       f"{key_prefix}_overview_head{head}_{how}",
                       lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),  # on a click
-                      csv_key=f"{key_prefix}_csv_overview")
+                      csv_key=f"{key_prefix}_csv_overview", key=f"{key_prefix}_dl_overview")
     zoom_title.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
                            k0=keys.start, k1=keys.stop - 1))
     _draw_cells(analysis, head, queries, keys, key_prefix, shared)
@@ -158,7 +158,8 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
             f"_k{keys.start}-{keys.stop - 1}")
     table = lambda: frames.cells(analysis, heads=[head], queries=queries, keys=keys)  # noqa: E731
     chart_buttons(lambda: charts.comparison_chart(table(), axes, lang(), shared=shared), name,
-                  table, csv_key=f"{key_prefix}_csv_cells")   # both made on a click
+                  table, csv_key=f"{key_prefix}_csv_cells",   # both made on a click
+                  key=f"{key_prefix}_dl_cells")
 
 
 def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
@@ -238,7 +239,7 @@ def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
         chart = charts.heads_grid_image_chart(image, charts.block_axes(blocks, how), value,
                                               lang(), columns)
     show(chart)
-    chart_buttons(chart, f"{key_prefix}_all_heads_{value}")
+    chart_buttons(chart, f"{key_prefix}_all_heads_{value}", key=f"{key_prefix}_dl_grid")
 
 
 # ---- one query row ------------------------------------------------------------------------------
@@ -261,7 +262,8 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
                     key=f"{key_prefix}_row_lines", width="stretch")
     else:
         show(chart(), width="stretch")
-    chart_buttons(chart, f"{key_prefix}_row{row}_head{head}", cells, csv_key=f"{key_prefix}_csv_row")
+    chart_buttons(chart, f"{key_prefix}_row{row}_head{head}", cells, csv_key=f"{key_prefix}_csv_row",
+                  key=f"{key_prefix}_dl_row")
 
 
 def _row_picker(tokens: tuple[str, ...], key_prefix: str) -> int:

@@ -216,7 +216,7 @@ def draw_rollout(report, layer: int) -> None:
     frame = lambda: charts.matrix_frame(rollout, tokens)                     # noqa: E731
     chart_buttons(lambda: charts.matrix_chart(frame(), tokens, lang(), value_title=title,
                                               scheme="purples"),
-                  f"model_rollout_l{layer}", frame)
+                  f"model_rollout_l{layer}", frame, key=f"{PREFIX}_dl_rollout")
 
 
 def _matrix_px(n: int, most: int) -> int:
@@ -243,7 +243,7 @@ def draw_value_weighted(source: str, text: str, tokens: tuple[str, ...], layer: 
     frame = charts.norm_frame(f_norm, alpha.mean(dim=0), tokens)
     figure_view(charts.norm_figure(frame, tokens, lang()), key=f"{PREFIX}_norms")
     chart_buttons(lambda: charts.norm_chart(frame, tokens, lang()),
-                  f"model_norms_l{layer}_h{head}", frame)
+                  f"model_norms_l{layer}_h{head}", frame, key=f"{PREFIX}_dl_norms")
 
 
 def draw_explanations() -> None:
