@@ -153,14 +153,16 @@ def check_scores(page) -> None:
 
 
 def check_model(page) -> None:
+    """The pieces as plain text, and a piece as the value norms' label under its bar."""
     from attention import pretrained
+    from attention.charts.heatmap import clip_label
 
     ids = pretrained.load().tokenizer(" ".join(HOSTILE))["input_ids"]
     pieces = pretrained.load().tokenizer.convert_ids_to_tokens(ids)
     code = page.locator('[data-testid="stMain"] [data-testid="stText"]').first
     eventually(page, lambda: code.inner_text().strip() == " ".join(pieces))  # pieces, as text
-    labels = page.locator(f"{CHARTS} svg .role-axis-label text")      # every chart's labels
-    eventually(page, lambda: f"{pieces[1]} ·1" in labels.all_text_contents())
+    labels = page.locator(f"{FIGURES} .ae-xlabels .ae-label")        # the canvas figures'
+    eventually(page, lambda: f"{clip_label(pieces[1])} ·1" in labels.all_text_contents())
 
 
 def check_sharper(page) -> None:

@@ -44,6 +44,7 @@ PREFETCH_HEADS = 3     # an overview's neighbouring heads computed ahead of a cl
 ROW_OPTIONS_MAX = 256  # up to this many queries the row picker lists every token; past it a
                        # number input (a list of 2,048 options: ~6,000 React renders a click)
 SHOWN_ROW_METRICS = (("max_weight", "{:.3f}"), ("effective_tokens", "{:.1f}"))
+PICKER_PX, START_PX = 220, 300   # widths of the head and window pickers, the start inputs
 
 
 def _images(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: str,
@@ -72,8 +73,15 @@ def head_picker(analysis: Analysis, key_prefix: str = "hm") -> int:
     heads = analysis.heads
     return view_widget(f"{key_prefix}_head", st.selectbox, default=0, cast=int,
                        valid=lambda h: 0 <= h < heads, label=t("heatmap.head"),
-                       options=list(range(heads)),
+                       options=list(range(heads)), width=PICKER_PX,
                        format_func=lambda h: t("heatmap.head_option", head=h))
+
+
+def controls_row(align: str = "bottom"):
+    """Controls side by side, spread across the width (one block: st.columns is a block per
+    column too, each a message and a few React components on every click of a view)."""
+    return st.container(horizontal=True, horizontal_alignment="distribute",
+                        vertical_alignment=align)
 
 
 def draw_spec_heatmap(spec: AttentionSpec, key_prefix: str = "hm") -> None:
@@ -85,13 +93,13 @@ def draw_spec_heatmap(spec: AttentionSpec, key_prefix: str = "hm") -> None:
 
 def draw_heatmap(analysis: Analysis, key_prefix: str = "hm") -> None:
     """The whole heatmap section: view picker, head picker and the chosen view."""
-    left, right = st.columns([3, 1], vertical_alignment="bottom")
-    with left:
+    bar = controls_row()
+    with bar:
         view = view_picker(key_prefix)
     if view == "grid":
         draw_heads_grid(analysis, key_prefix)
         return
-    with right:
+    with bar:
         head = head_picker(analysis, key_prefix)
     if view == "row":
         draw_row_follow(analysis, head, key_prefix)
@@ -107,9 +115,8 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     Up to DETAIL_MAX tokens every cell is drawn; beyond, an overview image per panel (one
     pixel per cell up to OVERVIEW_BLOCKS tokens, pooled blocks past that) plus a zoom window
     drawn cell by cell, with labels and tooltips."""
-    left, right = st.columns([3, 1], vertical_alignment="center")
-    left.caption(t("heatmap.compare_caption"))
-    with right:
+    with controls_row("center"):
+        st.caption(t("heatmap.compare_caption"), width="stretch")
         shared = view_widget(f"{key_prefix}_shared", st.toggle, default=True, cast=flag,
                              label=t("heatmap.shared"), help=t("heatmap.shared_help"))
     n = analysis.n
@@ -164,21 +171,22 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
 
 def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
     """Window size, first query and first key; each kept in the URL, clamped to 0..n-1."""
-    c_size, c_q, c_k = st.columns([1, 2, 2])
-    with c_size:
+    row = controls_row()
+    with row:
         size = view_widget(f"{key_prefix}_win", st.selectbox, default=DEFAULT_WINDOW, cast=int,
                            valid=WINDOWS.__contains__, label=t("heatmap.window"),
-                           options=WINDOWS, help=t("heatmap.window_help"))
+                           options=WINDOWS, help=t("heatmap.window_help"), width=PICKER_PX)
     last = n - size
     starts = []
-    for col, axis in ((c_q, "q"), (c_k, "k")):
+    for axis in ("q", "k"):
         name = f"{key_prefix}_{axis}"
         current = st.session_state.get("view_" + name, 0)
-        with col:   # a number input steps a whole window per click; any start can be typed
+        with row:   # a number input steps a whole window per click; any start can be typed
             starts.append(view_widget(
                 name, st.number_input, default=max(0, min(int(current), last)), cast=int,
                 valid=lambda v: 0 <= v <= last, label=t(f"heatmap.start_{axis}"),
-                min_value=0, max_value=last, step=size, help=t("heatmap.start_help")))
+                min_value=0, max_value=last, step=size, help=t("heatmap.start_help"),
+                width=START_PX))
     return window(n, starts[0], size), window(n, starts[1], size)
 
 
@@ -250,9 +258,11 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     row = _row_picker(tokens, key_prefix)
     shown = [(name, fmt, variant) for name, fmt in SHOWN_ROW_METRICS
              for variant in ("scaled", "unscaled")]
-    for col, (name, fmt, variant) in zip(st.columns(len(shown)), shown):
-        values = analysis.scaled_metrics if variant == "scaled" else analysis.unscaled_metrics
-        col.metric(t(f"heatmap.metric_{name}_{variant}"), fmt.format(float(values[name][head, row])))
+    with controls_row("top"):
+        for name, fmt, variant in shown:
+            values = analysis.scaled_metrics if variant == "scaled" else analysis.unscaled_metrics
+            st.metric(t(f"heatmap.metric_{name}_{variant}"),
+                      fmt.format(float(values[name][head, row])))
     cells = frames.cells(analysis, heads=[head], queries=range(row, row + 1))
     chart = lambda: charts.row_chart(charts.row_frame(cells, lang()), tokens, lang())  # noqa: E731
     if n > charts.BARS_MAX:   # two lines on the canvas (a Vega line of 2 x 2,048 points: 0.1 s a click)

@@ -22,7 +22,7 @@ from . import cache
 from . import model as cached
 from .canvas import figure_view, pick
 from .chart import show
-from .heatmap_view import draw_comparison
+from .heatmap_view import PICKER_PX, draw_comparison
 from .explain import explanation
 from .export import chart_buttons, csv_button
 from .intervene_view import draw_interventions
@@ -163,15 +163,13 @@ def draw_grid(report, figure: bytes, current: tuple[int, int], hidden: bool = Fa
 
 def pick_head(layers: int, heads: int) -> tuple[int, int]:
     """Layer and head pickers, kept in the URL as ?mh_layer=&mh_head=."""
-    left, right, _ = st.columns([1, 1, 2])
-    with left:
+    with st.container(horizontal=True):                 # one block, not three columns
         layer = view_widget(LAYER_VIEW, st.selectbox, default=0, cast=int,
                             valid=lambda v: v in range(layers), label=t("model.layer"),
-                            options=range(layers))
-    with right:
+                            options=range(layers), width=PICKER_PX)
         head = view_widget(HEAD_VIEW, st.selectbox, default=0, cast=int,
                            valid=lambda v: v in range(heads), label=t("model.head"),
-                           options=range(heads))
+                           options=range(heads), width=PICKER_PX)
     return layer, head
 
 
