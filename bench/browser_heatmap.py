@@ -162,6 +162,7 @@ CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048
           "heatmap n=2048, query row": (STEPS + "Query position", ("+", "-")),
           # a view change: the view picker's buttons (a segmented control, not a combobox)
           "heatmap n=2048, view": (VIEW_BUTTONS, ("Follow one query", "Scaled vs unscaled")),
+          "heatmap n=2048, all heads": (VIEW_BUTTONS, ("All heads", "Scaled vs unscaled")),
           "model heads, layer": ("Layer", ("1", "2")), "model heads, head": ("Head", ("1", "2"))}
 
 
@@ -254,7 +255,7 @@ def click_urls(app: str, bare: str) -> dict[str, str]:
     return {"bare page": f"{bare}/", "heatmap n=16": spec_url(app, "Heatmap", 16),
             "heatmap n=2048": heatmap, "heatmap n=2048, zoom window size": heatmap,
             "heatmap n=2048, query row": spec_url(app, "Heatmap?hm_view=row", 2048),
-            "heatmap n=2048, view": heatmap,
+            "heatmap n=2048, view": heatmap, "heatmap n=2048, all heads": heatmap,
             "model heads, layer": spec_url(app, "Model_heads", 16),
             "model heads, head": spec_url(app, "Model_heads", 16)}
 

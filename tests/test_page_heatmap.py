@@ -241,12 +241,16 @@ def test_all_heads_grid_of_a_long_input_is_one_image_per_head_on_one_scale():
     assert not at.exception and not at.error
     assert any("600 tokens" in info.value and "120 × 120" in info.value and "5 × 5" in info.value
                for info in at.info)
-    (rows,) = main_data(at)
-    assert list(rows["head"]) == list(range(6))
+    assert not main_data(at)                                    # on the canvas, not Vega
+    (grid,) = figures(at)
+    assert grid["kind"] == "blocks" and grid["brush"] is False and grid["n"] == 600
+    assert [p["title"] for p in grid["panels"]] == [f"Head {h}" for h in range(6)]
+    assert [p["legend"] is not None for p in grid["panels"]] == [False] * 5 + [True]
     a = analyze(spec)
     u, w = a.unscaled.weights, a.scaled.weights                           # (6, 600, 600)
     top = max(float(u.max()), float(w.max()))                             # one scale, all heads
-    for head, url in zip(rows["head"], rows["url"]):
+    for head, panel in enumerate(grid["panels"]):
+        url = panel["image"]
         pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
         assert pixels.shape == (120, 120, 4)
         assert (pixels[np.triu_indices(120, k=1)][:, 3] == 0).all()      # causal: transparent

@@ -33,8 +33,8 @@ import pandas as pd
 
 from ..i18n import translate
 from . import colors
-from .heatmap import (NUMBERS_MAX, PANEL, VALUES, BlockAxes, CellAxes, _t, clip_label,
-                      color_domain, number_labels, on_dark, scheme_for)
+from .heatmap import (GRID_PANEL, NUMBERS_MAX, PANEL, VALUES, BlockAxes, CellAxes, _t,
+                      clip_label, color_domain, number_labels, on_dark, scheme_for)
 
 TIP_DIGITS = {"raw_score": 3, "scaled_score": 3, "weight": 4, "unscaled_weight": 4,
               "difference": 4}     # decimals a tooltip shows (the Vega tooltips' formats)
@@ -128,16 +128,33 @@ def overview_figure(images: dict[str, dict], axes: BlockAxes, lang: str = "en", 
     panels = [{"title": _t(lang, f"panel_{value}"), "image": images[value]["urls"][head],
                "legend": _panel_legend(value, images[value]["domain"], lang, shared)}
               for value in VALUES]
+    return {**_blocks(panels, axes, lang, PANEL), "box": list(box) if box is not None else None,
+            "brush": True}
+
+
+def heads_figure(image: dict, axes: BlockAxes, value: str, lang: str = "en", *,
+                 size: int = GRID_PANEL) -> dict:
+    """Every head's pooled `value` side by side, `size` px each (image: charts.heatmap.
+    pooled_images(...)[value], one colour domain over all heads), the legend under the last
+    head; positions 0..n on the axes, a block's span in its tooltip."""
+    heads = len(image["urls"])
+    key = legend(image["scheme"], image["domain"], _t(lang, f"legend_{value}"))
+    panels = [{"title": f"{_t(lang, 'head_word')} {h}", "image": url,
+               "legend": key if h == heads - 1 else None} for h, url in enumerate(image["urls"])]
+    return {**_blocks(panels, axes, lang, size), "box": None, "brush": False}
+
+
+def _blocks(panels: list[dict], axes: BlockAxes, lang: str, size: int) -> dict:
+    """A figure of pooled panels over positions 0..n on both axes (kind "blocks")."""
     ticks = [int(t) for t in nice_ticks(0, axes.n, 8)]
     axis = {"x": {"title": _t(lang, "axis_key_position"), "ticks": ticks},
             "y": {"title": _t(lang, "axis_query_position"), "ticks": ticks}}
     tip = {"titles": {"query_pos": _t(lang, "tip_query_pos"), "key_pos": _t(lang, "tip_key_pos")},
            "size": axes.size}
     layout = {"kind": "blocks", "n": axes.n, "rows": axes.side, "cols": axes.side, **axis,
-              "titles": [p["title"] for p in panels],
+              "titles": [p["title"] for p in panels], "panel": size,
               "legends": [p["legend"] is not None for p in panels]}
-    return {"layout": _layout_key(layout), **layout, "panel": PANEL, "panels": panels,
-            "tip": tip, "box": list(box) if box is not None else None, "brush": True}
+    return {"layout": _layout_key(layout), **layout, "panels": panels, "tip": tip}
 
 
 def matrix_figure(values: np.ndarray, tokens: Sequence[str], lang: str, *, title: str,

@@ -91,10 +91,9 @@ function axisLabels(axis, count, n, side, vertical) {
       place(label, (i + 0.5) * step, "-50%");
     });
   } else {
-    axis.ticks.forEach((value, i) => {
-      const last = i === axis.ticks.length - 1 && value === n;
+    axis.ticks.forEach((value) => {      // one near the end ends there (panels side by side)
       place(el("span", "ae-label ae-tick", String(value)), (value / n) * side,
-            value === 0 ? "0%" : last ? "-100%" : "-50%");
+            value === 0 ? "0%" : value / n > 0.95 ? "-100%" : "-50%");
     });
   }
   return box;

@@ -21,7 +21,7 @@ import streamlit as st
 from .. import frames
 from ..analysis import Analysis
 from ..charts import heatmap as charts
-from ..charts.canvas import cells_figure, overview_figure, row_figure
+from ..charts.canvas import cells_figure, heads_figure, overview_figure, row_figure
 from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window, window_from_brush
 from ..spec import AttentionSpec
 from . import cache
@@ -226,8 +226,9 @@ def _pooled_notice(n: int, blocks, how: str, hint: str) -> None:
 # ---- all heads --------------------------------------------------------------------------------
 
 def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
-    """Every head side by side with one colour scale: cell by cell while small, else one
-    image per head (pooled past GRID_BLOCKS tokens)."""
+    """Every head side by side with one colour scale: cell by cell while small (Vega), else
+    one image per head on the canvas (pooled past GRID_BLOCKS tokens; by Vega for its PNG and
+    SVG)."""
     value = view_widget(f"{key_prefix}_grid", st.segmented_control, default="weight", cast=str,
                         valid=charts.VALUES.__contains__, label=t("heatmap.grid_value"),
                         options=charts.VALUES, required=True,
@@ -238,15 +239,16 @@ def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
         axes = charts.cell_axes(analysis.tokens, range(n), range(n))
         st.caption(t("heatmap.grid_caption", heads=heads))
         chart = charts.heads_grid_chart(frames.cells(analysis), axes, value, lang(), columns)
+        show(chart)
     else:
         blocks = blocks_for(n, GRID_BLOCKS)
         how = _pool_picker(key_prefix) if blocks.size > 1 else "max"
         _pooled_notice(n, blocks, how, "hint_grid")
         st.caption(t("heatmap.grid_caption", heads=heads))
         image = _images(analysis, tuple(range(heads)), GRID_BLOCKS, how, values=(value,))[value]
-        chart = charts.heads_grid_image_chart(image, charts.block_axes(blocks, how), value,
-                                              lang(), columns)
-    show(chart)
+        axes = charts.block_axes(blocks, how)
+        figure_view(heads_figure(image, axes, value, lang()), key=f"{key_prefix}_grid_images")
+        chart = partial(charts.heads_grid_image_chart, image, axes, value, lang(), columns)
     chart_buttons(chart, f"{key_prefix}_all_heads_{value}", key=f"{key_prefix}_dl_grid")
 
 
