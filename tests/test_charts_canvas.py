@@ -187,8 +187,7 @@ def test_a_packed_figure_is_its_json_then_its_pngs_and_unpacks_to_itself():
 def test_row_figure_is_one_querys_weights_over_every_key_with_gaps_where_masked():
     spec = AttentionSpec(tokens=tuple(f"k{i}" for i in range(90)), heads=2, causal=True, seed=2)
     a = analyze(spec)
-    cells = frames.cells(a, heads=[1], queries=range(40, 41))
-    figure = row_figure(cells, a.n, a.tokens, "en")
+    figure = row_figure(frames.window(a, 1, range(40, 41), range(a.n)), a.tokens, "en")
     json.dumps(figure, allow_nan=False)
     scaled, unscaled = (s["values"] for s in figure["series"])
     w, u = a.scaled.weights[1, 40].double(), a.unscaled.weights[1, 40].double()   # (90,)

@@ -234,16 +234,16 @@ ROW_COLORS = ("#2b6cb0", "#d1495b")   # scaled, unscaled: the colours of the bar
 ROW_HEIGHT = 300                      # px: the plot area of a row figure
 
 
-def row_figure(cells: pd.DataFrame, n: int, tokens: Sequence[str], lang: str = "en", *,
+def row_figure(line: Mapping[str, np.ndarray], tokens: Sequence[str], lang: str = "en", *,
                title: str = "") -> dict:
-    """One query's attention over all n keys, scaled and unscaled, as two step lines (cells:
-    frames.cells rows of that query; a key the mask hides is None, a gap in the lines) under
-    `title`; the tooltip of a key carries its token, position, both weights and its raw
-    score."""
+    """One query's attention over all n keys, scaled and unscaled, as two step lines (line:
+    frames.window of that query over every key, (1, n) matrices; a key the mask hides is
+    NaN, a gap in the lines) under `title`; the tooltip of a key carries its token,
+    position, both weights and its raw score."""
+    n = len(tokens)
+
     def over_keys(column: str, digits: int) -> list:
-        values = np.full(n, np.nan)                                             # (n,)
-        values[cells["key_pos"].to_numpy()] = cells[column].to_numpy(dtype=np.float64)
-        return _json_values(values[None, :], digits)[0]
+        return _json_values(np.asarray(line[column])[:1, :n], digits)[0]          # (n,)
 
     series = [{"name": _t(lang, f"kind_{kind}"), "color": color, "values": over_keys(column, 4)}
               for kind, column, color in (("scaled", "weight", ROW_COLORS[0]),

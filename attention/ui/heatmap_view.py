@@ -265,12 +265,15 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
             values = analysis.scaled_metrics if variant == "scaled" else analysis.unscaled_metrics
             st.metric(t(f"heatmap.metric_{name}_{variant}"),
                       fmt.format(float(values[name][head, row])))
-    cells = frames.cells(analysis, heads=[head], queries=range(row, row + 1))
-    chart = lambda: charts.row_chart(charts.row_frame(cells, lang()), tokens, lang())  # noqa: E731
+    # the row as a table only for Vega's bars and a download: at 2,048 keys making it was a
+    # third of a view change's script
+    cells = partial(frames.cells, analysis, heads=[head], queries=range(row, row + 1))
+    chart = lambda: charts.row_chart(charts.row_frame(cells(), lang()), tokens, lang())  # noqa: E731
     if n > charts.BARS_MAX:   # two lines on the canvas (a Vega line of 2 x 2,048 points: 0.1 s a click)
         st.caption(t("heatmap.row_lines", n=f"{n:,}"))
         title = t("heatmap.row_title", pos=row, token=tokens[row])   # canvas text, not markdown
-        figure_view(row_figure(cells, n, tokens, lang(), title=title),
+        line = frames.window(analysis, head, range(row, row + 1), range(n))     # (1, n) each
+        figure_view(row_figure(line, tokens, lang(), title=title),
                     key=f"{key_prefix}_row_lines", width="stretch")
     else:
         show(chart(), width="stretch")
