@@ -291,7 +291,9 @@ function paint(state, panel, image, index) {
 function observeRowWidth(state) {
   if (state.observer) return;
   state.observer = new ResizeObserver((entries) => {
-    rowWidth = Math.max(320, Math.round(entries[0].contentRect.width) - 80);
+    const column = entries[0].contentRect.width;
+    if (!column) return;                          // taken off the page (another view): keep
+    rowWidth = Math.max(320, Math.round(column) - 80);
     if (state.row && state.data.kind === "row" && state.row.width !== rowWidth) {
       buildRow(state, state.data);
       paintRow(state);
