@@ -229,6 +229,21 @@ def test_following_one_query_of_a_long_input_draws_both_lines_and_answers_the_po
       return [blue, red];
     }}""")
     assert seen[0] > 100 and seen[1] > 100, seen
+    # As wide as its column less the axis (80 px), measured after layout, not while built;
+    # a narrower window rebuilds it narrower, backed at the screen's pixel ratio.
+    width = f"""() => {{
+      const root = document.querySelector('{FIGURES}'), c = root.querySelector('canvas');
+      return [root.parentElement.clientWidth - 80, c.getBoundingClientRect().width,
+              c.width / window.devicePixelRatio];
+    }}"""
+    eventually(page, lambda: (lambda w: abs(w[0] - w[1]) <= 1 and abs(w[1] - w[2]) <= 1)(
+        page.evaluate(width)))
+    wide = page.evaluate(width)[1]
+    page.set_viewport_size({"width": 1000, "height": 1000})
+    eventually(page, lambda: (lambda w: abs(w[0] - w[1]) <= 1 and w[1] < wide - 100)(
+        page.evaluate(width)))
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    eventually(page, lambda: abs(page.evaluate(width)[1] - wide) <= 1)
     # The key under the pointer: its token and both weights, as the analysis has them.
     a = analyze(spec)
     key = int(a.unscaled.weights[0, 9].argmax())
