@@ -20,15 +20,13 @@ labels = {"heads": t("model.tab_model"), "table": t("model.tab_table"), "iv": t(
 # a link from before the tabs carried its interventions on one page: open on them
 tabs, open_tab = view_tabs(TAB_VIEW, labels,
                            default="iv" if st.query_params.get(INTERVENTIONS) else "heads")
-with tabs["heads"]:
-    if open_tab == "heads":
-        draw_model_tab(page.spec, page.view)   # a layer/head click reruns only its sections
-with tabs["table"]:
-    if open_tab == "table":
-        draw_table_tab(page.spec)
-with tabs["iv"]:
-    if open_tab == "iv":
-        draw_interventions_tab(page.spec)
+drawn_when_open = {"heads": lambda: draw_model_tab(page.spec, page.view),  # a layer/head
+                   "table": lambda: draw_table_tab(page.spec),      # click reruns only its part
+                   "iv": lambda: draw_interventions_tab(page.spec)}
+for tab, draw in drawn_when_open.items():
+    with tabs[tab]:
+        if open_tab == tab:
+            draw()
 with tabs["upload"]:
     draw_upload_tab(page.spec)
 draw_explanations()

@@ -119,7 +119,7 @@ def norm_frame(f_norm, weight_in, tokens) -> pd.DataFrame:
                          "f_norm": np.asarray(f_norm), "mean_weight": np.asarray(weight_in)})
 
 
-def norm_figure(frame: pd.DataFrame, tokens, lang: str, *, width: int = 740) -> dict:
+def norm_figure(frame: pd.DataFrame, lang: str, *, width: int = 740) -> dict:
     """The same bars as `norm_chart` for the page's canvas (Vega's redraw of this chart was
     a fifth of a Model heads head click: 147 -> 126 ms without it, README "Performance")."""
     titles = {name: _t(lang, key) for name, key in (("x", "key"), ("y", "f_norm"),

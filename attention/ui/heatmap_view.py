@@ -77,10 +77,11 @@ def head_picker(analysis: Analysis, key_prefix: str = "hm") -> int:
                        format_func=lambda h: t("heatmap.head_option", head=h))
 
 
-def controls_row(align: str = "bottom"):
-    """Controls side by side, spread across the width (one block: st.columns is a block per
-    column too, each a message and a few React components on every click of a view)."""
-    return st.container(horizontal=True, horizontal_alignment="distribute",
+def controls_row(align: str = "bottom", spread: bool = True):
+    """Controls side by side, spread across the width or packed to the left (one block:
+    st.columns is a block per column too, each a message and a few React components on every
+    click of a view)."""
+    return st.container(horizontal=True, horizontal_alignment="distribute" if spread else "left",
                         vertical_alignment=align)
 
 
@@ -277,8 +278,8 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
                     key=f"{key_prefix}_row_lines", width="stretch")
     else:
         show(chart(), width="stretch")
-    chart_buttons(chart, f"{key_prefix}_row{row}_head{head}", cells, csv_key=f"{key_prefix}_csv_row",
-                  key=f"{key_prefix}_dl_row")
+    chart_buttons(chart, f"{key_prefix}_row{row}_head{head}", cells,
+                  csv_key=f"{key_prefix}_csv_row", key=f"{key_prefix}_dl_row")
 
 
 def _row_picker(tokens: tuple[str, ...], key_prefix: str) -> int:

@@ -22,7 +22,7 @@ from . import cache
 from . import model as cached
 from .canvas import figure_view, pick
 from .chart import show
-from .heatmap_view import PICKER_PX, draw_comparison
+from .heatmap_view import PICKER_PX, controls_row, draw_comparison
 from .explain import explanation
 from .export import chart_buttons, csv_button
 from .intervene_view import draw_interventions
@@ -163,7 +163,7 @@ def draw_grid(report, figure: bytes, current: tuple[int, int], hidden: bool = Fa
 
 def pick_head(layers: int, heads: int) -> tuple[int, int]:
     """Layer and head pickers, kept in the URL as ?mh_layer=&mh_head=."""
-    with st.container(horizontal=True):                 # one block, not three columns
+    with controls_row(spread=False):
         layer = view_widget(LAYER_VIEW, st.selectbox, default=0, cast=int,
                             valid=lambda v: v in range(layers), label=t("model.layer"),
                             options=range(layers), width=PICKER_PX)
@@ -239,7 +239,7 @@ def draw_value_weighted(source: str, text: str, tokens: tuple[str, ...], layer: 
                                       size=_matrix_px(len(tokens), size)),
                         key=f"{PREFIX}_value_{part}")
     frame = charts.norm_frame(f_norm, alpha.mean(dim=0), tokens)
-    figure_view(charts.norm_figure(frame, tokens, lang()), key=f"{PREFIX}_norms")
+    figure_view(charts.norm_figure(frame, lang()), key=f"{PREFIX}_norms")
     chart_buttons(lambda: charts.norm_chart(frame, tokens, lang()),
                   f"model_norms_l{layer}_h{head}", frame, key=f"{PREFIX}_dl_norms")
 
