@@ -54,6 +54,13 @@ def open_tab(at: AppTest, key: str, label: str) -> AppTest:
     return at.run()
 
 
+def open_menu(at: AppTest, key: str) -> AppTest:
+    """Open the expander or popover `key` that draws its content only while open (the share
+    menu, the snapshot box, a Download menu), as a click does: a rerun with it open."""
+    at.session_state[key] = True
+    return at.run()
+
+
 def chart_frames(at: AppTest) -> list[pd.DataFrame]:
     """Every dataset of every vega-lite chart on the page, as DataFrames."""
     frames = []

@@ -21,7 +21,8 @@ from attention.errors import UserError
 from attention.i18n import LANGUAGES, catalog
 from attention.spec import AttentionSpec
 from attention.tokens import MAX_TOKENS, tokens_to_text
-from tests.apptest import open_page
+from attention.ui.snapshot import BOX_KEY
+from tests.apptest import open_menu, open_page
 
 SPEC = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), heads=2, d_k=8,
                      causal=True, temperature=0.7, seed=3)
@@ -312,7 +313,7 @@ def _upload_snapshot(at, name: str, raw: bytes):
 
 
 def test_hostile_snapshots_in_the_page_show_one_error_and_the_page_keeps_working():
-    at = open_page("app.py", AttentionSpec())
+    at = open_menu(open_page("app.py", AttentionSpec()), BOX_KEY)
     before = at.session_state["in_text"]
     for case in SNAPSHOT_PAGE_CASES:
         _upload_snapshot(at, f"{case}.json", SNAPSHOTS[case])

@@ -289,3 +289,17 @@ def test_a_pasted_sentence_reaches_the_model_as_typed():
     assert at.text[0].value == "[CLS] wait , what [SEP]"
     grids = grid_cells(at)
     assert len(grids) == 1 and len(grids[0]) == 6 * 12 * 5 * 5
+
+
+def test_example_files_are_drawn_only_while_their_box_is_open():
+    """Closed, the box of example files holds nothing (no download button every click renders
+    again, no toy analysis fetched); opened, one file per format the upload reads."""
+    from attention.ui.upload_view import EXAMPLES_KEY
+    from tests.apptest import open_menu
+
+    at = open_model_page(TOY, mh_tab="upload")
+    assert not at.exception and not at.main.get("download_button")
+    at = open_menu(at, EXAMPLES_KEY)
+    assert not at.exception
+    names = [b.proto.label for b in at.main.get("download_button")]
+    assert names == ["q.npy", "k.npy", "v.npy", "q_head0.csv", "k_head0.csv", "weights.npy"]

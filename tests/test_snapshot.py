@@ -7,7 +7,8 @@ from attention import snapshot
 from attention.analysis import analyze
 from attention.errors import UserError
 from attention.spec import AttentionSpec
-from tests.apptest import run_page
+from attention.ui.snapshot import BOX_KEY
+from tests.apptest import open_menu, run_page
 
 SPEC = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), heads=2, d_k=8,
                      causal=True, temperature=0.7, seed=3)
@@ -44,7 +45,7 @@ def test_bad_files_are_refused_with_a_message(raw):
 def test_loading_a_snapshot_in_the_app_sets_the_sidebar():
     """The file goes through the sidebar's uploader (its on_change callback loads it): the
     sidebar takes the snapshot's spec and the recomputation is checked against the file."""
-    at = run_page("app.py")
+    at = open_menu(run_page("app.py"), BOX_KEY)
     raw = snapshot.dumps(analyze(SPEC))
     at.sidebar.file_uploader(key="snapshot_file").set_value(
         ("attention-snapshot.json", raw, "application/json"))
@@ -61,7 +62,7 @@ def test_an_edited_snapshot_loads_with_a_mismatch_warning():
     """A number changed by hand passes load (it is a valid document) and compare shows it."""
     data = json.loads(snapshot.dumps(analyze(SPEC)))
     data["metrics"]["scaled"]["entropy"][0] += 0.5
-    at = run_page("app.py")
+    at = open_menu(run_page("app.py"), BOX_KEY)
     at.sidebar.file_uploader(key="snapshot_file").set_value(
         ("edited.json", json.dumps(data).encode(), "application/json"))
     at.run()

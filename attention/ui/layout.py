@@ -31,6 +31,7 @@ PAGES = (
 )
 EXAMPLE_KEY = "in_example"
 KEEP = "session"  # sidebar widgets keep their values across page switches
+SHARE_KEY = "share_menu"   # the share menu's open state
 
 
 @dataclass(frozen=True)
@@ -38,28 +39,31 @@ class Page:
     spec: AttentionSpec | None  # None when the sidebar's input is invalid
     fmt: str | None             # the token format the sidebar's text was split by
     lang: str
-    share_slot: object          # sidebar container: the share link (link_slot), the snapshot box
-    link_slot: object           # holds one element, the share link; redrawn by view sections
+    share_slot: object          # sidebar container: the share menu, the snapshot box
 
     def view(self, draw: Callable[..., None], *args, **kwargs) -> None:
         """Draw a page section whose view controls (head, zoom, view, row...) rerun only it.
 
         `draw(*args, **kwargs)` runs inside an st.fragment: a click on one of its widgets
-        reruns that function alone, not the sidebar or the page's other sections. The share
-        link is redrawn after it, so it always carries the view settings on screen. Pass
+        reruns that function alone, not the sidebar or the page's other sections (the share
+        menu makes its link when opened, so it carries the view settings on screen). Pass
         what the section is computed from (a spec), not large results: a fragment keeps its
         arguments for the session's later reruns."""
-        _view_section(self, draw, args, kwargs)
+        _view_section(draw, args, kwargs)
 
     def share_link(self) -> None:
-        """The share link of the URL as it is now (spec, language, view settings)."""
+        """The share menu; open, the link of the URL as it is now (spec, language, view
+        settings). Opening it reruns the page, so the link is made from the URL of that
+        moment and a view section's clicks need not redraw it: closed, the sidebar holds
+        one button, not a link that every click renders again (README, "Performance")."""
         if self.spec is None:
             return
-        url = f"{st.context.url or ''}?{urlencode(st.query_params.to_dict())}"
-        with self.link_slot.popover(t("sidebar.share"), icon=":material/link:",
-                                    width="stretch"):
-            st.caption(t("sidebar.share_help"))
-            st.code(url, language=None, wrap_lines=True)
+        menu = self.share_slot.popover(t("sidebar.share"), icon=":material/link:",
+                                       width="stretch", key=SHARE_KEY, on_change="rerun")
+        if menu.open:
+            url = f"{st.context.url or ''}?{urlencode(st.query_params.to_dict())}"
+            menu.caption(t("sidebar.share_help"))
+            menu.code(url, language=None, wrap_lines=True)
 
     def finish(self) -> None:
         """Draw the share link last, so it includes the view settings the page just set."""
@@ -70,9 +74,8 @@ class Page:
 
 
 @st.fragment
-def _view_section(page: Page, draw: Callable[..., None], args: tuple, kwargs: dict) -> None:
+def _view_section(draw: Callable[..., None], args: tuple, kwargs: dict) -> None:
     draw(*args, **kwargs)
-    page.share_link()
 
 
 def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
@@ -87,7 +90,6 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
     draft, sidebar_problems = _sidebar()
     state.sidebar_drawn(title_key)
     share_slot = st.sidebar.container()
-    link_slot = share_slot.empty()
     for problem in (*url_problems, *sidebar_problems):
         st.warning(message(problem), icon=":material/link_off:")
     state.write_url(draft.spec)
@@ -97,7 +99,7 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
         st.error(message(error), icon=":material/error:")
         st.stop()
     return Page(spec=draft.spec, fmt=draft.fmt, lang=st.session_state[LANG_KEY],
-                share_slot=share_slot, link_slot=link_slot)
+                share_slot=share_slot)
 
 
 def model_check(spec: AttentionSpec) -> UserError | None:

@@ -9,7 +9,7 @@ from ..spec import AttentionSpec
 from . import cache, state
 from .text import message, t
 
-UPLOAD_KEY, PENDING_KEY = "snapshot_file", "snapshot_pending"
+UPLOAD_KEY, PENDING_KEY, BOX_KEY = "snapshot_file", "snapshot_pending", "snapshot_box"
 
 
 def _apply_upload() -> None:
@@ -27,7 +27,12 @@ def _apply_upload() -> None:
 
 
 def snapshot_box(container, spec: AttentionSpec) -> None:
-    with container.expander(t("snapshot.title"), icon=":material/save:"):
+    """Save and load a snapshot, drawn only while open (opening it reruns the page): closed,
+    its uploader and button are not in the sidebar every click renders again."""
+    with container.expander(t("snapshot.title"), icon=":material/save:", key=BOX_KEY,
+                            on_change="rerun") as box:
+        if not box.open:
+            return
         st.caption(t("snapshot.help"))
         st.download_button(t("snapshot.download"), data=lambda: snapshot.dumps(cache.analysis(spec)),
                            file_name="attention-snapshot.json", mime="application/json",

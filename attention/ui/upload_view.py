@@ -21,6 +21,7 @@ from .text import lang, message, t
 KINDS = ("qkv", "matrix")
 TYPES = list(upload.EXTENSIONS)
 PREFIX = "up"
+EXAMPLES_KEY = f"{PREFIX}_examples"   # the example files' expander, open or not
 EXAMPLE_WEIGHT_CELLS = 4 * 2**20   # weights.npy example: up to 16 MB (every head's n x n weights)
 
 
@@ -101,8 +102,12 @@ def _draw_matrix(spec: AttentionSpec, typed: str) -> None:
 
 
 def _draw_examples(spec: AttentionSpec) -> None:
-    """Q, K and V of the sidebar's random projections, in the formats the upload reads."""
-    with st.expander(t("model.upload_examples"), icon=":material/download:"):
+    """Q, K and V of the sidebar's random projections, in the formats the upload reads;
+    drawn (and their analysis fetched) only while open, as the explanations are."""
+    with st.expander(t("model.upload_examples"), icon=":material/download:",
+                     key=EXAMPLES_KEY, on_change="rerun") as box:
+        if not box.open:
+            return
         st.caption(t("model.upload_examples_help"))
         toy = spec if spec.source == "toy" else AttentionSpec(tokens=spec.tokens)
         try:
