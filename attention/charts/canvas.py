@@ -29,7 +29,6 @@ import struct
 from typing import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..i18n import translate
 from . import colors
