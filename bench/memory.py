@@ -42,13 +42,15 @@ DEADLINE = 30 * 60              # s for the whole run
 SAMPLE = 0.2                    # s between RSS samples
 APP = '[data-testid="stApp"]'
 MAIN = '[data-testid="stMain"]'
+FIGURE = f'{MAIN} [data-testid="stVegaLiteChart"], {MAIN} .ae-heatmap canvas'   # Vega or canvas
 VISITS = (                      # (name, path, whose spec, what shows the page has drawn)
     ("Input", "", "long", f'{MAIN} [data-testid="stMetricValue"]'),
-    ("Heatmap", "Heatmap", "long", f'{MAIN} [data-testid="stVegaLiteChart"]'),
+    ("Heatmap", "Heatmap", "long", FIGURE),
     ("Score analysis", "Score_analysis", "long", f'{MAIN} [data-testid="stVegaLiteChart"]'),
-    ("Model heads", "Model_heads", "model", f'{MAIN} [data-testid="stVegaLiteChart"]'),
+    ("Model heads", "Model_heads", "model", FIGURE),
     ("Model heads upload", "Model_heads", "long", f'{MAIN} input[type="file"]'),
 )
+VIEWS = {"Model heads upload": {"mh_tab": "upload"}}   # a visit's view parameters
 
 
 def long_spec(session: int, rnd: int) -> AttentionSpec:
@@ -129,7 +131,8 @@ async def one_session(browser, base: str, session: int, log: list) -> None:
             for name, path, which, ready in VISITS:
                 spec = (model_spec if which == "model" else long_spec)(session, rnd)
                 try:
-                    await page.goto(f"{base}/{path}?{urlencode(spec.to_query())}")
+                    query = {**spec.to_query(), **VIEWS.get(name, {})}
+                    await page.goto(f"{base}/{path}?{urlencode(query)}")
                     ok = await settle(page, ready)
                     if ok and name == "Model heads upload":
                         ok = await upload(page, session, rnd)
@@ -141,16 +144,15 @@ async def one_session(browser, base: str, session: int, log: list) -> None:
 
 
 async def upload(page, session: int, rnd: int) -> bool:
-    """Q and K into the "Bring your own" tab; waits for its heatmap overview."""
-    await page.get_by_role("tab", name="Bring your own").click()
-    inputs = page.locator(f'{MAIN} [data-testid="stTabPanel"] input[type="file"]')
+    """Q and K into the "Bring your own" part (the link opened it); waits for its heatmap
+    overview."""
+    inputs = page.locator(f'{MAIN} input[type="file"]')
     files = upload_files(session, rnd)
     for i, f in enumerate(files):
         await inputs.nth(i).set_input_files(f)
     await page.wait_for_function(
         """() => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-                 && ([...document.querySelectorAll('[data-testid="stTabPanel"]')].some(
-                        p => p.offsetParent !== null && p.querySelector('[data-testid="stVegaLiteChart"]'))
+                 && (document.querySelector('[data-testid="stMain"] .ae-heatmap canvas')
                      || document.querySelector('[data-testid="stException"]'))""",
         timeout=PAGE_TIMEOUT, polling=250)
     return await page.locator('[data-testid="stException"]').count() == 0

@@ -48,9 +48,10 @@ def explanation_steps(draw) -> tuple[str, list]:
     return caught[0], caught[1]
 
 
-def open_tab(at: AppTest, key: str, label: str) -> AppTest:
-    """Switch the view tabs `key` (state.view_tabs) to the tab called `label`, as a click does."""
-    at.session_state[key] = label
+def open_part(at: AppTest, part: str) -> AppTest:
+    """Open the Model heads page's part `part` (heads, table, iv, upload), as a click on its
+    button does."""
+    at.session_state["view_mh_tab"] = part
     return at.run()
 
 

@@ -64,7 +64,7 @@ def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
     # the per-head table, on its own tab: 72 rows (the grid reports its row count to
     # assistive tech); the address bar names the tab and keeps the head
-    page.get_by_role("tab", name="Every head's statistics").click()
+    page.get_by_role("radio", name="Every head's statistics", exact=True).click()
     table = page.locator('[data-testid="stDataFrame"]').first
     expect(table).to_be_visible(timeout=LOAD)
     expect(table.locator('[role="grid"]')).to_have_attribute("aria-rowcount", "73",  # + header
@@ -98,7 +98,7 @@ def test_a_link_with_your_own_model_and_interventions_reopens_the_view(fresh_ser
     expect(page.locator('[data-testid="stMetricLabel"]', has_text="KL divergence")).to_be_visible()
     page.wait_for_function(
         "() => new URLSearchParams(location.search).get('mh_iv') === 'ablate:1:2'", timeout=LOAD)
-    page.get_by_role("tab", name="Model heads").click()
+    page.get_by_role("radio", name="Model heads", exact=True).click()
     expect(page.locator("h3", has_text="All 8 heads")).to_be_visible(timeout=LOAD)
     expect(page.locator("h3", has_text="Layer 1, head 2:")).to_be_visible(timeout=LOAD)
     settle(page)

@@ -340,7 +340,7 @@ ARRAY_PAGE_CASES = ["npy: pickled objects (object dtype)", "npy: 0-d array", "np
 
 def test_hostile_q_files_in_the_page_show_one_error_and_the_page_keeps_working():
     toy = AttentionSpec(tokens=SPEC.tokens, heads=2, d_k=8)
-    at = open_page("pages/3_Model_heads.py", toy)
+    at = open_page("pages/3_Model_heads.py", toy, mh_tab="upload")
     at.file_uploader(key="up_k").set_value(("k.npy", GOOD_NPY, "application/octet-stream"))
     for case in ARRAY_PAGE_CASES:
         name, data, _ = ARRAYS[case]
@@ -356,7 +356,7 @@ def test_hostile_q_files_in_the_page_show_one_error_and_the_page_keeps_working()
 
 
 def test_hostile_attention_matrix_in_the_page_shows_one_error_then_a_good_one_draws():
-    at = open_page("pages/3_Model_heads.py", SPEC, up_kind="matrix")
+    at = open_page("pages/3_Model_heads.py", SPEC, up_kind="matrix", mh_tab="upload")
     for case in ("matrix: rows not summing to 1", "matrix: csv with NaN", "npy: truncated"):
         name, data, _ = ARRAYS[case]
         at.file_uploader(key="up_w").set_value(("w" + name[1:], data, "application/octet-stream"))

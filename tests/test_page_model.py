@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from attention import pretrained
 from attention.headstats import HEAD_COLUMNS, SINK_COLUMNS
 from attention.spec import AttentionSpec
-from tests.apptest import chart_frames, comparison_cells, figures, grid_cells, open_page, open_tab
+from tests.apptest import chart_frames, comparison_cells, figures, grid_cells, open_page, open_part
 
 TEXT = "the cat sat on the mat ."   # 9 word pieces: the grid is drawn unpooled
 
@@ -105,11 +105,13 @@ def test_the_open_tab_stays_across_a_language_switch_and_a_bad_tab_falls_back():
     """The URL keeps the tab's id, not its label: switching to Chinese keeps the table tab
     open under its Chinese name; a tab the page does not have opens the heads tab."""
     spec = AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained")
-    at = open_tab(open_model_page(spec), "view_mh_tab", "Every head's statistics")
+    at = open_part(open_model_page(spec), "table")
     assert at.query_params["mh_tab"] == "table" and len(at.dataframe) == 1
     at.sidebar.selectbox(key="lang").set_value("zh").run()
     assert not at.exception
-    assert at.session_state["view_mh_tab"] == "各头统计量"
+    assert at.session_state["view_mh_tab"] == "table"
+    picker = next(w for w in at.get("button_group") if w.proto.id.endswith("view_mh_tab"))
+    assert picker.proto.options[1].content == "各头统计量"          # its name in Chinese
     assert at.query_params["mh_tab"] == "table" and len(at.dataframe) == 1
     bad = open_model_page(spec, mh_tab="<script>")
     assert not bad.exception and bad.query_params["mh_tab"] == "heads" and grid_cells(bad)
@@ -228,7 +230,7 @@ def test_uploaded_qk_show_the_same_matrices():
     from attention.analysis import analyze
 
     ref = analyze(TOY)
-    at = open_model_page(TOY, up_head="1")
+    at = open_model_page(TOY, up_head="1", mh_tab="upload")
     upload_to(at, "up_q", "q.npy", upload.to_npy(ref.q))
     upload_to(at, "up_k", "k.npy", upload.to_npy(ref.k))
     at.run()
@@ -243,19 +245,47 @@ def test_uploaded_qk_show_the_same_matrices():
                           ref.unscaled.weights[1].double(), atol=5e-5 + 1e-9, rtol=0)
 
 
+def test_uploaded_files_stay_when_another_part_is_opened_until_forgotten():
+    """Only the open part of the page is drawn, and an uploader that is not drawn forgets its
+    file: the page keeps Q and K for the session, says so, and uses them again on return
+    (the same weights as before); "Forget it" drops one."""
+    from attention import upload
+    from attention.analysis import analyze
+
+    ref = analyze(TOY)
+    at = open_model_page(TOY, mh_tab="upload")
+    upload_to(at, "up_q", "my <b>q</b>.npy", upload.to_npy(ref.q))
+    upload_to(at, "up_k", "k.npy", upload.to_npy(ref.k))
+    at.run()
+    first = comparison_cells(at)[-1]
+    at = open_part(open_part(at, "table"), "upload")
+    assert not at.exception and at.file_uploader(key="up_q").value is None   # forgotten by it
+    assert [x.value for x in at.text] == ["Kept: my <b>q</b>.npy",   # as text, not HTML
+                                          "Kept: k.npy"]
+    again = comparison_cells(at)[-1]
+    assert again.equals(first)
+    torch.testing.assert_close(torch.tensor(again.sort_values(["query_pos", "key_pos"])
+                                            ["weight"].to_numpy()).view(5, 5),
+                               ref.scaled.weights[0].double(), atol=5e-5, rtol=0)
+    at.button(key="up_q_forget").click().run()
+    assert not at.exception and not comparison_cells(at)
+    assert [x.value for x in at.text] == ["Kept: k.npy"]
+    assert any("Upload Q and K" in i.value for i in at.info)
+
+
 def test_uploaded_pickle_and_bad_matrix_give_messages():
     import numpy as np
 
     buf = io.BytesIO()
     np.save(buf, np.array([{"x": 1}], dtype=object), allow_pickle=True)
-    at = open_model_page(TOY)
+    at = open_model_page(TOY, mh_tab="upload")
     upload_to(at, "up_q", "q.npy", buf.getvalue())
     upload_to(at, "up_k", "k.npy", buf.getvalue())
     at.run()
     assert not at.exception
     assert any("pickled" in e.value for e in at.error)
 
-    at = open_model_page(TOY, up_kind="matrix")
+    at = open_model_page(TOY, up_kind="matrix", mh_tab="upload")
     w = io.BytesIO()
     np.save(w, np.full((5, 5), 0.3))
     upload_to(at, "up_w", "w.npy", w.getvalue())
@@ -267,7 +297,7 @@ def test_uploaded_pickle_and_bad_matrix_give_messages():
 def test_uploaded_attention_matrix_is_drawn_with_its_statistics():
     import numpy as np
 
-    at = open_model_page(TOY, up_kind="matrix")
+    at = open_model_page(TOY, up_kind="matrix", mh_tab="upload")
     w = np.eye(5)[[0, 0, 1, 2, 3]]                       # every token attends to the previous one
     buf = io.BytesIO()
     np.save(buf, w)

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention import headstats, models, outcomes
 from attention.spec import AttentionSpec
-from tests.apptest import TIP, comparison_cells, grid_cells, open_page, open_tab
+from tests.apptest import TIP, comparison_cells, grid_cells, open_page, open_part
 from tests.tiny_models import build
 
 TEXT = "the cat sat on the mat"
@@ -100,7 +100,7 @@ def test_model_typed_in_the_sidebar_shows_its_own_weights(tiny):
     torch.testing.assert_close(matrix(comp, "unscaled_weight", n), unscaled.double(),
                                atol=TIP, rtol=0)
     # Clark's table and the sinks table on the same weights, on their own tab
-    table = open_tab(at, "view_mh_tab", "Every head's statistics").dataframe[0].value
+    table = open_part(at, "table").dataframe[0].value
     assert len(table) == 8
     row = table[(table["Layer"] == 1) & (table["Head"] == 2)].iloc[0]
     assert row["Mean max weight"] == pytest.approx(own[1, 2].max(-1).values.mean().item(), abs=1e-5)
@@ -225,7 +225,7 @@ def test_embedding_model_cosines_before_and_after(tiny):
 
 def test_model_and_interventions_round_trip_through_the_link(tiny):
     folder = tiny["gpt2"]
-    at = open_tab(open_page(MODEL_PAGE, spec_for(folder, layer=1)), "view_mh_tab", "Interventions")
+    at = open_part(open_page(MODEL_PAGE, spec_for(folder, layer=1)), "iv")
     at.selectbox(key="iv_kind").set_value("temperature").run()
     at.multiselect(key="iv_layers").select("*").run()
     at.multiselect(key="iv_heads").select(1).select(3).run()

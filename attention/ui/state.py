@@ -187,19 +187,3 @@ def view_widget(name: str, widget, *, default, cast=int, valid=lambda value: Tru
     if st.query_params.get(name) != str(value):   # each write sends the browser the whole URL
         st.query_params[name] = str(value)
     return value
-
-
-def view_tabs(name: str, labels: dict[str, str], default: str | None = None):
-    """Tabs whose open one lives in the URL as `name`, by its id (not its label, which
-    changes with the language); `default` (the first tab unless given) when the URL names
-    none. A switch reruns the page, so a page draws only the open tab's content.
-    Returns ({id: tab container}, the open tab's id)."""
-    key, by_label = "view_" + name, {label: tab for tab, label in labels.items()}
-    if st.session_state.get(key) not in by_label:      # first run, a link, a new language
-        first = default if default in labels else next(iter(labels))
-        st.session_state[key] = labels[view_value(name, first, str, labels.__contains__)]
-    containers = st.tabs(list(labels.values()), key=key, on_change="rerun")
-    current = by_label[st.session_state[key]]
-    if st.query_params.get(name) != current:
-        st.query_params[name] = current
-    return dict(zip(labels, containers)), current

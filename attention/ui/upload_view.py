@@ -21,6 +21,7 @@ from .text import lang, message, t
 KINDS = ("qkv", "matrix")
 TYPES = list(upload.EXTENSIONS)
 PREFIX = "up"
+KEPT = f"{PREFIX}_kept_"   # + an uploader's key: its last file, kept for the session
 EXAMPLES_KEY = f"{PREFIX}_examples"   # the example files' expander, open or not
 EXAMPLE_WEIGHT_CELLS = 4 * 2**20   # weights.npy example: up to 16 MB (every head's n x n weights)
 
@@ -37,8 +38,31 @@ def _matrix(w, typed: str, fallback: tuple[str, ...]):
 
 
 def _file(label_key: str, key: str) -> tuple[str, bytes] | None:
-    f = st.file_uploader(t(label_key), type=TYPES, key=key, help=t("model.upload_file_help"))
-    return None if f is None else (f.name, f.getvalue())
+    """(name, bytes) of the file in uploader `key`, else the one it held before another part
+    of the page was opened (an uploader that is not drawn forgets its file); None without."""
+    f = st.file_uploader(t(label_key), type=TYPES, key=key, help=t("model.upload_file_help"),
+                         on_change=_keep, args=(key,))
+    if f is not None:
+        return f.name, f.getvalue()
+    kept = st.session_state.get(KEPT + key)
+    if kept is not None:
+        with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+            st.text(t("model.upload_kept", name=kept[0]),         # a file name: never markdown
+                    help=t("model.upload_kept_help"))
+            st.button(t("model.upload_forget"), key=f"{key}_forget", type="tertiary",
+                      icon=":material/close:", on_click=st.session_state.pop,
+                      args=(KEPT + key, None))
+    return kept
+
+
+def _keep(key: str) -> None:
+    """An uploader's change: keep its file for the session (bounded by upload.MAX_BYTES a
+    file, as the uploader's own copy is), or forget it when the user removed it."""
+    f = st.session_state.get(key)
+    if f is None:
+        st.session_state.pop(KEPT + key, None)
+    else:
+        st.session_state[KEPT + key] = (f.name, f.getvalue())
 
 
 def draw_upload_tab(spec: AttentionSpec) -> None:
