@@ -1,4 +1,4 @@
-"""The model tabs of the Model heads page (heads, every head's statistics, interventions),
+"""The model parts of the Model heads page (heads, every head's statistics, interventions),
 each drawn from a cached HeadsReport of the sidebar's model (the bundled MiniLM unless the
 sidebar names another; MiniLM for the random-projection source).
 
@@ -29,7 +29,7 @@ from .intervene_view import draw_interventions
 from .state import view_widget
 from .text import lang, message, t
 
-PREFIX = "mh"          # this tab's URL keys: mh_<name> (docs/architecture.md, "The spec and the URL")
+PREFIX = "mh"          # this page's URL keys: mh_<name> (docs/architecture.md, "The spec and the URL")
 LAYER_VIEW, HEAD_VIEW, STAT_VIEW = f"{PREFIX}_layer", f"{PREFIX}_head", f"{PREFIX}_stat"
 SECTION_VIEW = f"{PREFIX}_tab"   # the open part (it was a tab: links keep their parameter)
 SECTIONS = ("heads", "table", "iv", "upload")
@@ -61,7 +61,7 @@ def section_picker(default: str = "heads") -> str:
                        format_func=lambda part: t(f"model.tab_{part}"))
 
 
-def draw_model_tab(spec, view: Callable[..., None] = lambda draw, *args: draw(*args)) -> None:
+def draw_heads_part(spec, view: Callable[..., None] = lambda draw, *args: draw(*args)) -> None:
     """The model's heads on the sidebar's text: its pieces, then what a layer or head choice
     changes, drawn by `view` (layout.Page.view: a click there reruns only that part)."""
     found = _model_for(spec)
@@ -71,7 +71,7 @@ def draw_model_tab(spec, view: Callable[..., None] = lambda draw, *args: draw(*a
         view(draw_heads, spec, source)
 
 
-def draw_table_tab(spec) -> None:
+def draw_table_part(spec) -> None:
     """Every head's statistics at once (no layer or head choice changes them)."""
     found = _model_for(spec)
     if found is not None:
@@ -79,7 +79,7 @@ def draw_table_tab(spec) -> None:
         draw_table(report)
 
 
-def draw_interventions_tab(spec) -> None:
+def draw_interventions_part(spec) -> None:
     """What the model outputs with heads removed, sharpened or unscaled."""
     found = _model_for(spec)
     if found is not None:

@@ -137,8 +137,8 @@ def link_params(spec: AttentionSpec | None) -> dict[str, str]:
     return params
 
 
-# Page view settings live in the URL as <section>_<name>, one prefix per page (a tab of its
-# own for uploads): hm Heatmap, sc Score analysis, mh Model heads, up its upload tab, sh Is
+# Page view settings live in the URL as <section>_<name>, one prefix per page (a part of its
+# own for uploads): hm Heatmap, sc Score analysis, mh Model heads, up its upload part, sh Is
 # sharper better?, imp Does the model use it? Spec fields and `lang` carry no prefix. The
 # names links used before that scheme, read when the new name is absent (rename_old_keys):
 RENAMED = {"mlayer": "mh_layer", "mhead": "mh_head", "mstat": "mh_stat", "iv": "mh_iv",

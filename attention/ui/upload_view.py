@@ -1,5 +1,5 @@
-"""The "Bring your own" tab: upload Q and K (and V) or a ready attention matrix, and see them
-with the same views. Parsing and checks are in attention.upload; attention of uploaded Q/K
+"""The "Bring your own" part of the Model heads page: upload Q and K (and V) or a ready
+attention matrix, and see them with the same views. Parsing and checks are in attention.upload; attention of uploaded Q/K
 is computed by core.attention through analysis.analyze_qkv.
 """
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _keep(key: str) -> None:
         st.session_state[KEPT + key] = (f.name, f.getvalue())
 
 
-def draw_upload_tab(spec: AttentionSpec) -> None:
+def draw_upload_part(spec: AttentionSpec) -> None:
     st.caption(t("model.upload_intro"))
     kind = view_widget(f"{PREFIX}_kind", st.segmented_control, default="qkv", cast=str,
                        valid=KINDS.__contains__, label=t("model.upload_kind"), options=KINDS,
