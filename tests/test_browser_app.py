@@ -107,3 +107,36 @@ def test_an_explanation_draws_its_formulas_when_opened(server, page):
     expect(page.locator(".katex-display")).to_have_count(len(formulas), timeout=UI_TIMEOUT)
     expect(page.locator('[data-testid="stMain"] .ae-heatmap').first).to_be_visible()
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def test_a_snapshot_saved_from_the_closed_box_loads_back_in_another_browser(server, chromium,
+                                                                          page, tmp_path):
+    """The sidebar's snapshot box draws its button and uploader only once opened (a click
+    reruns the page); the file it saves, loaded in a fresh browser, sets that browser's
+    sidebar to the snapshot's input and says the numbers match."""
+    page.goto(f"{server.url}/Heatmap?{urlencode(SPEC.to_query())}")
+    wait_for_app(page)
+    side = page.locator('[data-testid="stSidebar"]')
+    expect(side.locator('input[type="file"]')).to_have_count(0)          # closed: no uploader
+    side.locator('[data-testid="stExpander"] summary', has_text="Snapshot").click()
+    save = side.get_by_role("button", name="Save snapshot")
+    expect(save).to_be_visible(timeout=UI_TIMEOUT)
+    with page.expect_download(timeout=UI_TIMEOUT) as got:
+        save.click()
+    saved = tmp_path / "attention-snapshot.json"
+    got.value.save_as(saved)
+    other = chromium.new_context()
+    try:
+        viewer = other.new_page()
+        viewer.goto(server.url)                                 # the default input, not SPEC's
+        wait_for_app(viewer)
+        box = viewer.locator('[data-testid="stSidebar"]')
+        box.locator('[data-testid="stExpander"] summary', has_text="Snapshot").click()
+        box.locator('input[type="file"]').set_input_files(str(saved))
+        expect(box.locator('[data-testid="stAlertContentSuccess"]')).to_be_visible(
+            timeout=UI_TIMEOUT)
+        expect_tokens(viewer, SPEC.tokens)
+        expect_spec_in_url(viewer, SPEC)
+        expect(viewer.locator('[data-testid="stException"]')).to_have_count(0)
+    finally:
+        other.close()
