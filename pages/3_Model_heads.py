@@ -9,14 +9,14 @@ import streamlit as st
 from attention.ui.intervene_view import PARAM as INTERVENTIONS
 from attention.ui.layout import page_setup
 from attention.ui.model_view import (draw_explanations, draw_heads_part, draw_interventions_part,
-                                     draw_table_part, section_picker)
+                                     draw_table_part, part_picker)
 from attention.ui.text import t
 from attention.ui.upload_view import draw_upload_part
 
 page = page_setup("nav.model")
 st.markdown(t("model.intro"))
 # a link from before the parts carried its interventions on one page: open on them
-part = section_picker(default="iv" if st.query_params.get(INTERVENTIONS) else "heads")
+part = part_picker(default="iv" if st.query_params.get(INTERVENTIONS) else "heads")
 draw = {"heads": lambda: draw_heads_part(page.spec, page.view),  # a layer/head click reruns
         "table": lambda: draw_table_part(page.spec),             # only its section
         "iv": lambda: draw_interventions_part(page.spec),

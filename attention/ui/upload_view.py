@@ -1,6 +1,7 @@
 """The "Bring your own" part of the Model heads page: upload Q and K (and V) or a ready
-attention matrix, and see them with the same views. Parsing and checks are in attention.upload; attention of uploaded Q/K
-is computed by core.attention through analysis.analyze_qkv.
+attention matrix, and see them with the same views. Parsing and checks are in
+attention.upload; attention of uploaded Q/K is computed by core.attention through
+analysis.analyze_qkv.
 """
 from __future__ import annotations
 
@@ -56,8 +57,9 @@ def _file(label_key: str, key: str) -> tuple[str, bytes] | None:
 
 
 def _keep(key: str) -> None:
-    """An uploader's change: keep its file for the session (bounded by upload.MAX_BYTES a
-    file, as the uploader's own copy is), or forget it when the user removed it."""
+    """An uploader's change: keep its file for the session (at most the server's
+    maxUploadSize, 20 MB, a file: as much as the uploader's own copy held while the upload
+    part was always drawn), or forget it when the user removed it."""
     f = st.session_state.get(key)
     if f is None:
         st.session_state.pop(KEPT + key, None)
