@@ -52,18 +52,11 @@ class Page:
         _view_section(draw, args, kwargs)
 
     def share_link(self) -> None:
-        """The share menu; open, the link of the URL as it is now (spec, language, view
-        settings). Opening it reruns the page, so the link is made from the URL of that
-        moment and a view section's clicks need not redraw it: closed, the sidebar holds
-        one button, not a link that every click renders again (README, "Performance")."""
+        """The share menu (`_share_menu`), in the sidebar; none for an invalid input."""
         if self.spec is None:
             return
-        menu = self.share_slot.popover(t("sidebar.share"), icon=":material/link:",
-                                       width="stretch", key=SHARE_KEY, on_change="rerun")
-        if menu.open:
-            url = f"{st.context.url or ''}?{urlencode(st.query_params.to_dict())}"
-            menu.caption(t("sidebar.share_help"))
-            menu.code(url, language=None, wrap_lines=True)
+        with self.share_slot:
+            _share_menu()
 
     def finish(self) -> None:
         """Draw the share link last, so it includes the view settings the page just set."""
@@ -71,6 +64,20 @@ class Page:
             return
         self.share_link()
         snapshot_box(self.share_slot, self.spec)
+
+
+@st.fragment
+def _share_menu() -> None:
+    """The share menu; open, the link of the URL as it is now (spec, language, view
+    settings). Opening it reruns this fragment alone and makes the link from the URL of that
+    moment, so a view section's clicks need not redraw it: closed, the sidebar holds one
+    button, not a link that every click renders again (README, "Performance")."""
+    menu = st.popover(t("sidebar.share"), icon=":material/link:", width="stretch",
+                      key=SHARE_KEY, on_change="rerun")
+    if menu.open:
+        url = f"{st.context.url or ''}?{urlencode(st.query_params.to_dict())}"
+        menu.caption(t("sidebar.share_help"))
+        menu.code(url, language=None, wrap_lines=True)
 
 
 @st.fragment
