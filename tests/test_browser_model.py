@@ -1,5 +1,5 @@
 """The Model heads page in Chromium: a deep link on a fresh server draws the grid, a click on
-a head in the grid picks it (URL and pickers follow), and the other tabs open on a click."""
+a head in the grid picks it (URL and pickers follow), and the other parts open on a click."""
 from __future__ import annotations
 
 import re
@@ -108,3 +108,36 @@ def test_a_link_with_your_own_model_and_interventions_reopens_the_view(fresh_ser
     assert query["model"] == [str(folder)] and query["layer"] == ["1"]
     assert query["mh_layer"] == ["1"] and query["mh_head"] == ["2"]
     assert query["mh_iv"] == ["ablate:1:2"]                  # kept for the interventions tab
+
+
+def test_uploaded_q_and_k_stay_when_another_part_is_opened(server, page, tmp_path):
+    """Only the open part is drawn, and a file uploader that is not drawn forgets its file:
+    after a visit to another part, the upload part draws the same head from the files it
+    kept, names them as text, and "Forget it" drops one."""
+    from attention import upload
+    from attention.analysis import analyze
+
+    toy = AttentionSpec(tokens=("a", "b", "a", "c", "d"), d_model=16, d_k=8, heads=2, seed=3)
+    ref = analyze(toy)
+    for name, tensor in (("q", ref.q), ("k", ref.k)):
+        (tmp_path / f"{name}.npy").write_bytes(upload.to_npy(tensor))
+    page.goto(f"{server.url}/Model_heads?{urlencode(toy.to_query())}&mh_tab=upload")
+    wait_for_app(page)
+    main = page.locator('[data-testid="stMain"]')
+    inputs = main.locator('input[type="file"]')
+    inputs.nth(0).set_input_files(str(tmp_path / "q.npy"))
+    inputs.nth(1).set_input_files(str(tmp_path / "k.npy"))
+    expect(main.get_by_text("2 head(s), 5 tokens, d_k = 8")).to_be_visible(timeout=LOAD)
+    expect(main.locator(".ae-heatmap canvas").first).to_be_visible(timeout=LOAD)
+    main.get_by_role("radio", name="Interventions", exact=True).click()
+    expect(main.locator('input[type="file"]')).to_have_count(0, timeout=LOAD)
+    main.get_by_role("radio", name="Bring your own", exact=True).click()
+    expect(main.get_by_text("Kept: q.npy")).to_be_visible(timeout=LOAD)
+    expect(main.get_by_text("Kept: k.npy")).to_be_visible()
+    expect(main.get_by_text("2 head(s), 5 tokens, d_k = 8")).to_be_visible(timeout=LOAD)
+    expect(main.locator(".ae-heatmap canvas").first).to_be_visible(timeout=LOAD)
+    main.get_by_role("button", name="Forget it").first.click()
+    expect(main.get_by_text("Kept: q.npy")).to_have_count(0, timeout=LOAD)
+    expect(main.get_by_text("Upload Q and K to see their attention.", exact=False)).to_be_visible(
+        timeout=LOAD)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
