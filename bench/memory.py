@@ -150,12 +150,7 @@ async def upload(page, session: int, rnd: int) -> bool:
     files = upload_files(session, rnd)
     for i, f in enumerate(files):
         await inputs.nth(i).set_input_files(f)
-    await page.wait_for_function(
-        """() => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-                 && (document.querySelector('[data-testid="stMain"] .ae-heatmap canvas')
-                     || document.querySelector('[data-testid="stException"]'))""",
-        timeout=PAGE_TIMEOUT, polling=250)
-    return await page.locator('[data-testid="stException"]').count() == 0
+    return await settle(page, f"{MAIN} .ae-heatmap canvas")
 
 
 async def all_sessions(base: str, log: list) -> None:

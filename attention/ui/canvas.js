@@ -3,8 +3,9 @@
 // up without smoothing, with the numbers it is given printed on it; "row" is two step lines
 // over every key; "bars" one bar a key, each its own colour; "grid" is every head of a model
 // in one image, a click picking a head. Axis labels, titles, legends and tooltips are DOM
-// text set through textContent only (a token is never markup). A figure with the same `layout` as the last one keeps every element: only
-// the canvases are repainted (and, for cells, the labels rewritten when they changed).
+// text set through textContent only (a token is never markup). A figure with the same
+// `layout` as the last one keeps every element: only the canvases are repainted (and, for
+// cells, the labels rewritten when they changed).
 // While images decode, the root carries data-pending (tests and benches wait on it); after,
 // data-drawn.
 

@@ -51,18 +51,13 @@ class Page:
         arguments for the session's later reruns."""
         _view_section(draw, args, kwargs)
 
-    def share_link(self) -> None:
-        """The share menu (`_share_menu`), in the sidebar; none for an invalid input."""
+    def finish(self) -> None:
+        """The share menu and the snapshot box, drawn last (an open menu's link then holds
+        the view settings the page just set); neither for an invalid input."""
         if self.spec is None:
             return
         with self.share_slot:
             _share_menu()
-
-    def finish(self) -> None:
-        """Draw the share link last, so it includes the view settings the page just set."""
-        if self.spec is None:
-            return
-        self.share_link()
         snapshot_box(self.share_slot, self.spec)
 
 
