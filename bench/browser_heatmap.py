@@ -30,9 +30,11 @@ another checkout with this bench. A head change on the Heatmap at n = 16 and 2,0
 the zoom window's size at 2,048 (a new layout: the canvas figure builds its elements again),
 of the followed query in the one-row view (a step of its position input), and of the view
 (comparison <-> one row: one section replaced by another), and a layer or head change on
-Model heads, each against the same click on a bare page with a selectbox and one chart, all
-in one run, the pages taken in turn. Target <= 2. What React renders on those clicks:
-bench/renders.py.
+Model heads, each against the same kind of click on a bare page with that one picker and one
+small chart (bench/cold_link.py's BARE: a selectbox for head, layer and zoom, a segmented
+control for a view change, a number input's step for the row; a segmented control's pick is
+about a quarter cheaper than a selectbox's, which closes its list), all in one run, the pages
+taken in turn. Target <= 2. What React renders on those clicks: bench/renders.py.
 """
 from __future__ import annotations
 
@@ -163,7 +165,19 @@ CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048
           # a view change: the view picker's buttons (a segmented control, not a combobox)
           "heatmap n=2048, view": (VIEW_BUTTONS, ("Follow one query", "Scaled vs unscaled")),
           "heatmap n=2048, all heads": (VIEW_BUTTONS, ("All heads", "Scaled vs unscaled")),
-          "model heads, layer": ("Layer", ("1", "2")), "model heads, head": ("Head", ("1", "2"))}
+          "model heads, layer": ("Layer", ("1", "2")), "model heads, head": ("Head", ("1", "2")),
+          "bare page, buttons": (VIEW_BUTTONS, ("Follow one query", "Scaled vs unscaled")),
+          "bare page, steps": (STEPS + "Query position", ("+", "-"))}
+BARES = {"bare page": "", "bare page, buttons": "?w=buttons", "bare page, steps": "?w=steps"}
+
+
+def same_click(name: str) -> str:
+    """The bare page whose click is the same kind as the click `name`: a selectbox pick, a
+    segmented control's button (a pick there costs the browser less: no list to close) or a
+    number input's step."""
+    label = CLICKS[name][0]
+    return ("bare page, buttons" if label == VIEW_BUTTONS else
+            "bare page, steps" if label.startswith(STEPS) else "bare page")
 
 
 # Sees each rerun through the server's messages: a wrapped WebSocket counts every message the
@@ -252,7 +266,8 @@ def click_urls(app: str, bare: str) -> dict[str, str]:
     from bench.cold_link import spec_url
 
     heatmap = spec_url(app, "Heatmap", 2048)
-    return {"bare page": f"{bare}/", "heatmap n=16": spec_url(app, "Heatmap", 16),
+    return {**{name: f"{bare}/{query}" for name, query in BARES.items()},
+            "heatmap n=16": spec_url(app, "Heatmap", 16),
             "heatmap n=2048": heatmap, "heatmap n=2048, zoom window size": heatmap,
             "heatmap n=2048, query row": spec_url(app, "Heatmap?hm_view=row", 2048),
             "heatmap n=2048, view": heatmap, "heatmap n=2048, all heads": heatmap,
@@ -294,10 +309,12 @@ def run_clicks(rounds: int = 8, app_dir: str | None = None) -> list[dict]:
             app.stop()
             base.stop()
     median = {name: statistics.median(ts) for name, ts in times.items()}
-    bare = median["bare page"]
-    rows = [row(f"click to chart: {name}", "same click on a bare page", median[name] / bare,
-                2.0, f"{median[name]:.0f} ms vs {bare:.0f} ms (median of {rounds})")
-            for name in median if name != "bare page"]
+    rows = [row(f"click to chart: {name}", same_click(name), median[name] / median[same_click(name)],
+                2.0, f"{median[name]:.0f} ms vs {median[same_click(name)]:.0f} ms (median of {rounds})")
+            for name in median if name not in BARES]
+    rows += [row(f"click on the {name} (context)", "bare page", median[name] / median["bare page"],
+                 float("inf"), f"{median[name]:.0f} ms vs {median['bare page']:.0f} ms")
+             for name in BARES if name != "bare page"]
     rows.append(row("load average (context)", "-", 0.0, 1.0,
                     f"{load[0]:.1f} -> {os.getloadavg()[0]:.1f}"))
     return rows

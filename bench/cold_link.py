@@ -40,10 +40,21 @@ from attention.tokens import parse_tokens
 from bench.browser import PROBE, chromium, done_ms
 from bench.timing import print_table, row
 
+# A bare page: a title, one picker and one small chart the picker changes. The picker is a
+# selectbox (a cold link's page, a head or layer click); ?w=buttons makes it a segmented
+# control (a view change), ?w=steps a number input (a row step): each click of the app is
+# held to the same kind of click here (bench/browser_heatmap.py, SAME_CLICK).
 BARE = '''
 import altair as alt, pandas as pd, streamlit as st
 st.title("bare")
-head = st.selectbox("Head", list(range(4)), format_func=lambda h: f"Head {h}")
+kind = st.query_params.get("w", "select")
+if kind == "buttons":
+    views = ["Scaled vs unscaled", "All heads", "Follow one query"]
+    head = views.index(st.segmented_control("View", views, default=views[0], required=True))
+elif kind == "steps":
+    head = st.number_input("Query position", min_value=0, max_value=2047, value=0, step=1)
+else:
+    head = st.selectbox("Head", list(range(4)), format_func=lambda h: f"Head {h}")
 st.altair_chart(alt.Chart(pd.DataFrame({"x": list("abcdefghij"), "y": [head + i for i in range(10)]}))
                 .mark_bar().encode(x="x:N", y="y:Q"))
 '''

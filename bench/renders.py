@@ -15,7 +15,7 @@ number input past 256 tokens (heatmap_view.ROW_OPTIONS_MAX).
     python -m bench.renders --detail # also the elements that render the most
 
 Each row: component renders per click (median of 4 clicks after 2 warm-ups), against the
-bare page's, the same clicks as bench/browser_heatmap.py. No target: the time that follows
+same kind of click's on a bare page (bench/browser_heatmap.py's same_click). No target: the time that follows
 from it is bench/browser_heatmap.py's.
 """
 from __future__ import annotations
@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from bench.browser import chromium
+from bench.browser_heatmap import BARES, same_click
 from bench.timing import print_table, row
 
 # Counts into window.__fib while it is set: {commits, renders, by: {"main:stSelectbox": n}}.
@@ -119,18 +120,18 @@ def run(detail: bool = False) -> list[dict]:
     counts = measure()
     renders = {name: statistics.median(c["renders"] for c in cs) for name, cs in counts.items()}
     commits = {name: statistics.median(c["commits"] for c in cs) for name, cs in counts.items()}
-    bare = renders["bare page"]
     rows = []
     for name in renders:
-        if name == "bare page":
+        if name in BARES:
             continue
+        bare = renders[same_click(name)]
         by: dict[str, float] = {}
         for c in counts[name]:
             for where, n in c["by"].items():
                 by[where] = by.get(where, 0) + n / len(counts[name])
         side = sum(n for where, n in by.items() if where.startswith("side:"))
         top = ", ".join(f"{w} {n:.0f}" for w, n in sorted(by.items(), key=lambda kv: -kv[1])[:4])
-        rows.append(row(f"component renders a click: {name}", "same click on a bare page",
+        rows.append(row(f"component renders a click: {name}", same_click(name),
                         renders[name] / bare, float("inf"),
                         f"{renders[name]:.0f} vs {bare:.0f} renders, {commits[name]:.0f} commits,"
                         f" sidebar {side:.0f}" + (f"; most: {top}" if detail else "")))
