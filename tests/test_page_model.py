@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
@@ -165,6 +166,20 @@ def test_rollout_and_value_weighted_views(page, own_weights, own_value_norms):
     assert bars[0]["shades"] == pytest.approx(own_weights[3, 7].mean(dim=0).tolist(), abs=2e-3)
     assert bars[0]["x"]["labels"][2] == "cat ·2"
     assert not [f for f in chart_frames(page) if "f_norm" in f]    # no Vega chart of them
+
+
+def test_value_weighted_panels_share_one_figure(page, own_weights, own_value_norms):
+    """The raw weights and ||alpha_ij f(x_j)|| = alpha_ij ||f(x_j)|| are one figure of two
+    panels, each with its own legend; a cell's tooltip holds both values (from transformers)."""
+    [value] = [f for f in figures(page) if set(f["tip"].get("digits") or ()) == {"weight", "norm"}]
+    assert [p["title"] for p in value["panels"]] == ["Attention weight α_ij",
+                                                      "Value-weighted norm ‖α_ij f(x_j)‖"]
+    assert all(p["legend"] is not None for p in value["panels"])
+    alpha = own_weights[3, 7]                                                  # (n, n)
+    shown = {name: np.array(v, dtype=float) for name, v in value["tip"]["values"].items()}
+    np.testing.assert_allclose(shown["weight"], alpha.numpy(), atol=2e-3)
+    moved = (alpha * own_value_norms[None, :]).numpy()
+    np.testing.assert_allclose(shown["norm"], moved, rtol=2e-2, atol=2e-3)
 
 
 def test_every_head_statistic_draws_the_table_column():

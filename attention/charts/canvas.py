@@ -158,23 +158,36 @@ def _blocks(panels: list[dict], axes: BlockAxes, lang: str, size: int) -> dict:
 
 def matrix_figure(values: np.ndarray, tokens: Sequence[str], lang: str, *, title: str,
                   scheme: str = "blues", size: int = PANEL) -> dict:
-    """One query x key matrix (rollout, a value-weighted view: (n, n), NaN where nothing is)
-    on one panel `size` px wide, coloured from 0 (or its minimum, if negative) to its
-    maximum; the tokens on its axes, each cell's tokens, positions and value in its tooltip."""
-    grid = np.asarray(values, dtype=np.float64)                                 # (n, n)
-    known = grid[~np.isnan(grid)]
-    lo = min(0.0, float(known.min())) if known.size else 0.0
-    hi = max(0.0, float(known.max())) if known.size else 1.0
-    domain = (lo, hi if hi > lo else lo + 1.0)
+    """One query x key matrix (rollout: (n, n), NaN where nothing is) on one panel `size` px
+    wide (matrices_figure with one panel)."""
+    return matrices_figure([("value", values, title, title, scheme)], tokens, lang, size=size)
+
+
+def matrices_figure(panels: Sequence[tuple[str, np.ndarray, str, str, str]], tokens: Sequence[str],
+                    lang: str, *, size: int = PANEL) -> dict:
+    """Query x key matrices of the same tokens side by side, one panel `size` px wide each;
+    panels: (name, (n, n) values with NaN where nothing is, panel title, the short name of
+    its values in the legend and tooltip, colour scheme). Each is
+    coloured from 0 (or its minimum, if negative) to its maximum with its own legend; the
+    tokens on the axes, and in a cell's tooltip its tokens, positions and every panel's value
+    there (a weight and what it moves, read together)."""
+    drawn, values = [], {}
+    for name, matrix, title, short, scheme in panels:
+        grid = np.asarray(matrix, dtype=np.float64)                              # (n, n)
+        known = grid[~np.isnan(grid)]
+        lo = min(0.0, float(known.min())) if known.size else 0.0
+        hi = max(0.0, float(known.max())) if known.size else 1.0
+        domain = (lo, hi if hi > lo else lo + 1.0)
+        drawn.append({"title": title, "legend": legend(scheme, domain, short),
+                      "image": colors.png_data_url(colors.colorize(grid, domain, scheme))})
+        values[name] = _json_values(grid, 4)
     axes = CellAxes(range(len(tokens)), range(len(tokens)), tuple(tokens), tuple(tokens))
-    panel = {"title": title, "legend": legend(scheme, domain, title),
-             "image": colors.png_data_url(colors.colorize(grid, domain, scheme))}
     tip = {"titles": {**{name: _t(lang, f"tip_{name}")
                          for name in ("query_token", "query_pos", "key_token", "key_pos")},
-                      "value": title},
+                      **{name: short for name, _, _, short, _ in panels}},
            "query_tokens": list(tokens), "key_tokens": list(tokens), "q0": 0, "k0": 0,
-           "digits": {"value": 4}, "values": {"value": _json_values(grid, 4)}}
-    return _cells(axes, lang, [panel], tip, size)
+           "digits": {name: 4 for name in values}, "values": values}
+    return _cells(axes, lang, drawn, tip, size)
 
 
 def _cells(axes: CellAxes, lang: str, panels: list[dict], tip: dict, size: int) -> dict:

@@ -194,8 +194,10 @@ function tipLines(data, at) {
   if (tip.values[first][at.row][at.col] === null) return null;    // masked: nothing there
   const lines = [[t.query_token, tip.query_tokens[at.row]], [t.query_pos, tip.q0 + at.row],
                  [t.key_token, tip.key_tokens[at.col]], [t.key_pos, tip.k0 + at.col]];
-  for (const [name, digits] of Object.entries(tip.digits))
-    lines.push([t[name], tip.values[name][at.row][at.col].toFixed(digits)]);
+  for (const [name, digits] of Object.entries(tip.digits)) {
+    const value = tip.values[name][at.row][at.col];
+    if (value !== null) lines.push([t[name], value.toFixed(digits)]);
+  }
   return lines;
 }
 

@@ -14,7 +14,7 @@ from typing import Callable
 import streamlit as st
 
 from ..charts import model as charts
-from ..charts.canvas import amend, matrix_figure
+from ..charts.canvas import amend, matrices_figure, matrix_figure
 from ..errors import UserError
 from ..headstats import GRID_CELLS, HEAD_COLUMNS, SINK_COLUMNS
 from ..models import BUNDLED
@@ -235,20 +235,15 @@ def _matrix_px(n: int, most: int) -> int:
 
 def draw_value_weighted(source: str, text: str, tokens: tuple[str, ...], layer: int,
                         head: int) -> None:
-    """Raw weights beside ||alpha_ij f(x_j)||, and ||f(x_j)|| per key."""
+    """Raw weights beside ||alpha_ij f(x_j)|| (one figure, two panels: a cell's tooltip gives
+    both), and ||f(x_j)|| per key."""
     st.subheader(t("model.value_title", layer=layer, head=head))
     st.caption(t("model.value_help"))
     alpha, norms, f_norm = cached.value_weighted(source, text, layer, head)
-    left, right = st.columns(2)
-    size = 340
-    for column, matrix, part, title, scheme in (
-            (left, alpha, "raw", t("model.weight"), "blues"),
-            (right, norms, "norm", t("model.norm"), "oranges")):
-        with column:
-            st.markdown(t(f"model.value_{part}"))
-            figure_view(matrix_figure(matrix, tokens, lang(), title=title, scheme=scheme,
-                                      size=_matrix_px(len(tokens), size)),
-                        key=f"{PREFIX}_value_{part}")
+    panels = [("weight", alpha, t("model.value_raw"), t("model.weight"), "blues"),
+              ("norm", norms, t("model.value_norm"), t("model.norm"), "oranges")]
+    figure_view(matrices_figure(panels, tokens, lang(), size=_matrix_px(len(tokens), 340)),
+                key=f"{PREFIX}_value")
     frame = charts.norm_frame(f_norm, alpha.mean(dim=0), tokens)
     figure_view(charts.norm_figure(frame, lang()), key=f"{PREFIX}_norms")
     chart_buttons(lambda: charts.norm_chart(frame, tokens, lang()),
