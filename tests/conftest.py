@@ -144,6 +144,22 @@ def wait_for_app(page, timeout: float = 180_000) -> None:
     page.wait_for_timeout(200)
 
 
+def show_toy_settings(page, path: str) -> None:
+    """On a page that does not use the random projections' settings (not in
+    layout.TOY_PAGES; `path` as in its URL) they are put away in a closed box: open it (a
+    rerun) so the sidebar's numbers are drawn, after checking they were not."""
+    from playwright.sync_api import expect
+
+    from attention.ui.layout import PAGES, TOY_PAGES
+
+    away = {Path(script).stem.split("_", 1)[1] for script, key, _ in PAGES
+            if key not in TOY_PAGES}
+    if path in away:
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        expect(sidebar.locator('input[type="number"]')).to_have_count(1, timeout=UI_TIMEOUT)
+        sidebar.get_by_text("Model settings", exact=True).click()   # the temperature's is left
+
+
 def eventually(page, check, timeout: float = UI_TIMEOUT):
     """Call `check()` (which asserts on, or returns True/False for, what the page shows now)
     until it passes, re-reading the page every 250 ms; after `timeout` ms its last

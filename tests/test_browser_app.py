@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 
 from attention.spec import AttentionSpec
 from attention.tokens import tokens_to_text
-from tests.conftest import UI_TIMEOUT, wait_for_app
+from tests.conftest import UI_TIMEOUT, show_toy_settings, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -59,7 +59,8 @@ def test_deep_link_on_a_fresh_server_reproduces_the_view(fresh_server, page, pat
     wait_for_app(page)
     expect_heading(page, PAGES[path])
     expect_tokens(page, SPEC.tokens)
-    heads = page.locator('[data-testid="stSidebar"] input[type="number"]').nth(2)
+    show_toy_settings(page, path)
+    heads = page.locator('[data-testid="stSidebar"]').get_by_label("Heads", exact=True)
     expect(heads).to_have_value("3", timeout=UI_TIMEOUT)
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
     # The tag stays text: nothing in the page became a <b> element from user input.

@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from attention.charts.heatmap import LABEL_CHARS
 from attention.spec import AttentionSpec
 from attention.tokens import tokens_to_text
-from tests.conftest import UI_TIMEOUT, Server, eventually, wait_for_app
+from tests.conftest import UI_TIMEOUT, Server, eventually, show_toy_settings, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -89,11 +89,12 @@ def assert_inert(page) -> None:
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
 
-def assert_view(page, heading: str, spec: AttentionSpec) -> None:
+def assert_view(page, path: str, spec: AttentionSpec) -> None:
     """The page reproduces the spec: heading, sidebar tokens and numbers, the URL."""
-    expect(page.locator("h1").first).to_have_text(heading, timeout=UI_TIMEOUT)
+    expect(page.locator("h1").first).to_have_text(PAGES[path], timeout=UI_TIMEOUT)
     box = page.locator('[data-testid="stSidebar"] textarea').first
     expect(box).to_have_value(tokens_to_text(spec.tokens), timeout=UI_TIMEOUT)
+    show_toy_settings(page, path)
     # The number inputs are drawn after the token box (skeletons first): wait for each value.
     numbers = page.locator(SIDEBAR_NUMBERS)
     for i, value in enumerate((spec.d_model, spec.d_k, spec.heads, spec.seed)):
@@ -186,7 +187,7 @@ def test_deep_link_with_hostile_tokens_is_inert_and_reproduces_the_view(cold_ser
                                                                          path):
     guarded.goto(f"{cold_server.url}/{path}?{urlencode(SPEC.to_query())}")
     wait_for_app(guarded, timeout=TRAINING_TIMEOUT)
-    assert_view(guarded, PAGES[path], SPEC)
+    assert_view(guarded, path, SPEC)
     CHECKS[path](guarded)
     assert_inert(guarded)
 

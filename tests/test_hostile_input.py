@@ -24,7 +24,8 @@ from streamlit.testing.v1 import AppTest
 from attention.i18n import catalog
 from attention.spec import AttentionSpec
 from attention.tokens import MAX_INPUT_CHARS, MAX_TOKEN_CHARS, MAX_TOKENS
-from tests.apptest import PAGE_FILES, ROOT, chart_frames, figures, open_page
+from attention.ui.layout import TUCKED_KEY
+from tests.apptest import PAGE_FILES, ROOT, chart_frames, figures, open_menu, open_page
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
 INPUT, HEATMAP, SCORES, MODEL, SHARPER, IMPORTANCE = PAGE_FILES
@@ -443,6 +444,10 @@ def test_deep_link_then_page_switch_keeps_the_sidebar(page):
     at.switch_page(page).run()
     assert not at.exception and not at.error
     assert at.sidebar.text_area(key="in_text").value == '<b>x</b> y y'
+    if page == MODEL:       # a page that does not use the toy's settings keeps them closed
+        assert [w.key for w in at.sidebar.number_input] == ["in_temperature"]
+        assert AttentionSpec.parse_query(dict(at.query_params))[0] == spec   # the link holds them
+        open_menu(at, TUCKED_KEY)
     assert [at.sidebar.number_input(key=f"in_{n}").value for n in ("d_k", "heads", "seed")] \
         == [4, 1, 12345]
 

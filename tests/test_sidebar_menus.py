@@ -4,7 +4,7 @@ opened they hold what they held before: the link of the current view, the save a
 from urllib.parse import parse_qs, urlsplit
 
 from attention.spec import AttentionSpec
-from attention.ui.layout import SHARE_KEY
+from attention.ui.layout import SHARE_KEY, TUCKED_KEY
 from attention.ui.snapshot import BOX_KEY, UPLOAD_KEY
 from tests.apptest import open_menu, open_page
 
@@ -31,3 +31,34 @@ def test_closed_menus_draw_nothing_and_open_ones_their_content():
     assert not at.exception
     assert _sidebar_contents(at) == {"code": 1, "uploaders": 1, "downloads": 1}
     assert at.sidebar.get("file_uploader")[0].key == UPLOAD_KEY
+
+
+def _toy_values(at) -> dict:
+    return {n: at.sidebar.number_input(key=f"in_{n}").value for n in ("d_model", "d_k", "heads", "seed")}
+
+
+def test_the_toy_settings_are_drawn_only_where_they_apply_and_keep_their_values():
+    """Set on the Heatmap, the random projections' settings are put away (not drawn) on a page
+    that does not use them and with a real model, yet the spec and the URL keep them, and
+    they come back as they were on the Heatmap and with the random projections again."""
+    at = open_page("pages/1_Heatmap.py", SPEC)
+    at.sidebar.number_input(key="in_d_k").set_value(16).run()
+    at.sidebar.toggle(key="in_positional").set_value(False).run()
+    set_here = {"d_model": SPEC.d_model, "d_k": 16, "heads": 2, "seed": SPEC.seed}
+    assert not at.exception and _toy_values(at) == set_here
+    at.switch_page("pages/3_Model_heads.py").run()
+    assert not at.exception
+    assert [w.key for w in at.sidebar.number_input] == ["in_temperature"]
+    assert not [w for w in at.sidebar.toggle if w.key == "in_positional"]
+    spec, _ = AttentionSpec.parse_query(dict(at.query_params))
+    assert (spec.d_k, spec.heads, spec.positional) == (16, 2, False)
+    at = open_menu(at, TUCKED_KEY)          # opened, the box shows them, and a note
+    assert _toy_values(at) == set_here and any("does not use" in c.value for c in at.sidebar.caption)
+    at.switch_page("pages/1_Heatmap.py").run()
+    at.sidebar.radio(key="in_source").set_value("pretrained").run()
+    assert not at.exception
+    assert [w.key for w in at.sidebar.number_input] == ["in_temperature"]   # the model fixes them
+    assert any("fixes the sizes" in c.value for c in at.sidebar.caption)
+    at.sidebar.radio(key="in_source").set_value("toy").run()
+    assert not at.exception and _toy_values(at) == set_here
+    assert at.sidebar.toggle(key="in_positional").value is False

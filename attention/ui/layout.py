@@ -32,6 +32,8 @@ PAGES = (
 EXAMPLE_KEY = "in_example"
 KEEP = "session"  # sidebar widgets keep their values across page switches
 SHARE_KEY = "share_menu"   # the share menu's open state
+TOY_PAGES = ("nav.input", "nav.heatmap", "nav.scores")   # the pages that run random projections
+TUCKED_KEY = "toy_settings_box"   # their settings' box elsewhere (drawn only while open)
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
     state.keep_across_pages(title_key)
     st.set_page_config(page_title=f"{t(title_key)} · Attention Explorer",
                        page_icon=":material/grid_on:", layout="wide")
-    draft, sidebar_problems = _sidebar()
+    draft, sidebar_problems = _sidebar(title_key)
     state.sidebar_drawn(title_key)
     share_slot = st.sidebar.container()
     for problem in (*url_problems, *sidebar_problems):
@@ -122,7 +124,7 @@ def _choose_example() -> None:
         st.session_state[state.FMT] = "auto"
 
 
-def _sidebar() -> tuple[state.Draft, list[UserError]]:
+def _sidebar(title_key: str) -> tuple[state.Draft, list[UserError]]:
     sb = st.sidebar
     sb.selectbox(t("sidebar.language"), list(LANGUAGES), key=LANG_KEY,
                  format_func=LANGUAGES.get, persist_state=KEEP)
@@ -142,16 +144,18 @@ def _sidebar() -> tuple[state.Draft, list[UserError]]:
                  format_func=lambda f: t(f"sidebar.format_{f}"))
     toy = st.session_state[state.KEY + "source"] == "toy"
     problems = []
-    with sb.expander(t("sidebar.model_settings"), expanded=True):
-        if not toy:
+    if not toy:                     # a real model: its picker; it fixes the sizes itself
+        with sb.expander(t("sidebar.model_settings"), expanded=True):
             problems += _model_picker()
-        _number("d_model", toy)
-        _number("d_k", toy)
-        _number("heads", toy)
-        _number("seed", toy)
-        st.toggle(t("sidebar.positional"), key=state.KEY + "positional", disabled=not toy,
-                  persist_state=KEEP,
-                  help=t("sidebar.positional_help"))
+    elif title_key in TOY_PAGES:
+        with sb.expander(t("sidebar.model_settings"), expanded=True):
+            _toy_settings()
+    else:                           # a page that does not use them: they wait,
+        with sb.expander(t("sidebar.model_settings"), key=TUCKED_KEY,   # closed, undrawn
+                         on_change="rerun") as box:
+            if box.open:
+                st.caption(t("sidebar.toy_unused"))
+                _toy_settings()
     st.sidebar.toggle(t("sidebar.causal"), key=state.KEY + "causal", help=t("sidebar.causal_help"),
                       persist_state=KEEP)
     lo, hi = LIMITS["temperature"]
@@ -197,9 +201,14 @@ def _model_picker() -> list[UserError]:
     return problems
 
 
-def _number(name: str, enabled: bool) -> None:
-    lo, hi = LIMITS[name]
-    st.number_input(t(f"sidebar.{name}"), min_value=lo, max_value=hi, step=1,
-                    key=state.KEY + name, disabled=not enabled, help=t(f"sidebar.{name}_help"),
-                    persist_state=KEEP)
+def _toy_settings() -> None:
+    """The random projections' sizes, seed and positional encoding. Not drawn when they do
+    not apply (a real model, a page that runs one): their values stay in the session
+    (persist_state) and in the spec, and come back with the widgets."""
+    for name in ("d_model", "d_k", "heads", "seed"):
+        lo, hi = LIMITS[name]
+        st.number_input(t(f"sidebar.{name}"), min_value=lo, max_value=hi, step=1,
+                        key=state.KEY + name, help=t(f"sidebar.{name}_help"), persist_state=KEEP)
+    st.toggle(t("sidebar.positional"), key=state.KEY + "positional", persist_state=KEEP,
+              help=t("sidebar.positional_help"))
 
