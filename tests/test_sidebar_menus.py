@@ -62,3 +62,16 @@ def test_the_toy_settings_are_drawn_only_where_they_apply_and_keep_their_values(
     at.sidebar.radio(key="in_source").set_value("toy").run()
     assert not at.exception and _toy_values(at) == set_here
     assert at.sidebar.toggle(key="in_positional").value is False
+
+
+def test_the_put_away_settings_open_on_an_error_about_them():
+    """Settings that give too much work, set on the Heatmap, stop Model heads too: there the
+    box that holds them opens by itself, so the numbers the message names are on screen."""
+    at = open_page("pages/1_Heatmap.py", AttentionSpec(tokens=("w",) * 512, d_k=8))
+    at.sidebar.number_input(key="in_d_model").set_value(1024).run()
+    at.sidebar.number_input(key="in_d_k").set_value(1024).run()
+    at.sidebar.number_input(key="in_heads").set_value(16).run()
+    assert at.error and "more computation" in at.error[0].value
+    at.switch_page("pages/3_Model_heads.py").run()
+    assert not at.exception and at.error
+    assert _toy_values(at)["d_k"] == 1024

@@ -167,10 +167,10 @@ def matrices_figure(panels: Sequence[tuple[str, np.ndarray, str, str, str]], tok
                     lang: str, *, size: int = PANEL) -> dict:
     """Query x key matrices of the same tokens side by side, one panel `size` px wide each;
     panels: (name, (n, n) values with NaN where nothing is, panel title, the short name of
-    its values in the legend and tooltip, colour scheme). Each is
-    coloured from 0 (or its minimum, if negative) to its maximum with its own legend; the
-    tokens on the axes, and in a cell's tooltip its tokens, positions and every panel's value
-    there (a weight and what it moves, read together)."""
+    its values in the legend and tooltip, colour scheme). Each is coloured from 0 (or its
+    minimum, if negative) to its maximum with its own legend; the tokens on the axes, and in
+    a cell's tooltip its tokens, positions and every panel's value there (a weight and what
+    it moves, read together)."""
     drawn, values = [], {}
     for name, matrix, title, short, scheme in panels:
         grid = np.asarray(matrix, dtype=np.float64)                              # (n, n)

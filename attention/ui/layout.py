@@ -33,7 +33,8 @@ EXAMPLE_KEY = "in_example"
 KEEP = "session"  # sidebar widgets keep their values across page switches
 SHARE_KEY = "share_menu"   # the share menu's open state
 TOY_PAGES = ("nav.input", "nav.heatmap", "nav.scores")   # the pages that run random projections
-TUCKED_KEY = "toy_settings_box"   # their settings' box elsewhere (drawn only while open)
+TUCKED_KEY = "toy_settings_box"   # their settings' box on the other pages (drawn while open)
+TOY_ERRORS = ("errors.spec_range", "errors.spec_cells", "errors.spec_work")   # about them
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,8 @@ def _sidebar(title_key: str) -> tuple[state.Draft, list[UserError]]:
         with sb.expander(t("sidebar.model_settings"), expanded=True):
             _toy_settings()
     else:                           # a page that does not use them: they wait,
+        if draft_for_links.error is not None and draft_for_links.error.key in TOY_ERRORS:
+            st.session_state[TUCKED_KEY] = True     # open on what the page's error is about
         with sb.expander(t("sidebar.model_settings"), key=TUCKED_KEY,   # closed, undrawn
                          on_change="rerun") as box:
             if box.open:
@@ -202,9 +205,10 @@ def _model_picker() -> list[UserError]:
 
 
 def _toy_settings() -> None:
-    """The random projections' sizes, seed and positional encoding. Not drawn when they do
-    not apply (a real model, a page that runs one): their values stay in the session
-    (persist_state) and in the spec, and come back with the widgets."""
+    """The random projections' sizes, seed and positional encoding. Not drawn where they do
+    not apply (with a real model, on a page not in TOY_PAGES unless its box is open): their
+    values stay in the session (persist_state) and in the spec, and come back with the
+    widgets."""
     for name in ("d_model", "d_k", "heads", "seed"):
         lo, hi = LIMITS[name]
         st.number_input(t(f"sidebar.{name}"), min_value=lo, max_value=hi, step=1,
