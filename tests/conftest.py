@@ -36,6 +36,21 @@ def _clear_streamlit_caches():
         st.cache_resource.clear()
 
 
+@pytest.fixture(autouse=True)
+def _no_prefetch_outlives_a_test():
+    """A test that turned prefetching on (as serve.py does) leaves it off, its queue empty:
+    a prefetch left on made later tests' heatmaps compute in the background, and a daemon
+    thread inside torch when the interpreter exits aborts it."""
+    yield
+    if "attention.ui.prefetch" in sys.modules:
+        from attention.ui import prefetch
+
+        enabled = prefetch._enabled
+        prefetch.enable(False)
+        prefetch.drain()
+        assert not enabled, "a test left prefetching on"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -14,7 +14,7 @@ import serve
 from attention import bert, diskcache, models
 from attention import experiment as ex
 from attention.spec import AttentionSpec
-from attention.ui import warmup
+from attention.ui import prefetch, warmup
 from tests.apptest import ROOT, grid_cells, run_page
 
 # A page script that holds its run open until the test lets it go (test_page_running_...).
@@ -45,6 +45,9 @@ def test_runs_app_py_with_the_given_streamlit_options(streamlit_cli, monkeypatch
 def test_warm_up_thread_starts_before_the_server_unless_switched_off(streamlit_cli, monkeypatch):
     started = threading.Event()
     monkeypatch.setattr(warmup, "warm_up", lambda: started.set())
+    monkeypatch.setattr(prefetch, "enable", lambda on=True: None)   # the test process's pages
+    # must not prefetch: later tests' heatmaps would queue torch work in a daemon thread, which
+    # aborted the interpreter at exit ("terminate called without an active exception")
     monkeypatch.setenv(serve.WARMUP_ENV, "0")
     serve.main([])
     assert not started.wait(0.5)
