@@ -43,7 +43,7 @@ from bench.timing import print_table, row
 # A bare page: a title, one picker and one small chart the picker changes. The picker is a
 # selectbox (a cold link's page, a head or layer click); ?w=buttons makes it a segmented
 # control (a view change), ?w=steps a number input (a row step): each click of the app is
-# held to the same kind of click here (bench/browser_heatmap.py, SAME_CLICK).
+# held to the same kind of click here (bench/browser_heatmap.same_click).
 BARE = '''
 import altair as alt, pandas as pd, streamlit as st
 st.title("bare")

@@ -15,8 +15,8 @@ number input past 256 tokens (heatmap_view.ROW_OPTIONS_MAX).
     python -m bench.renders --detail # also the elements that render the most
 
 Each row: component renders per click (median of 4 clicks after 2 warm-ups), against the
-same kind of click's on a bare page (bench/browser_heatmap.py's same_click). No target: the time that follows
-from it is bench/browser_heatmap.py's.
+same kind of click's on a bare page (bench/browser_heatmap.same_click). No target: the time
+that follows from it is bench/browser_heatmap.py's.
 """
 from __future__ import annotations
 

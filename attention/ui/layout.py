@@ -145,12 +145,12 @@ def _sidebar(title_key: str) -> tuple[state.Draft, list[UserError]]:
                  format_func=lambda f: t(f"sidebar.format_{f}"))
     toy = st.session_state[state.KEY + "source"] == "toy"
     problems = []
-    if not toy:                     # a real model: its picker; it fixes the sizes itself
+    if not toy or title_key in TOY_PAGES:   # a real model: its picker (it fixes the sizes);
         with sb.expander(t("sidebar.model_settings"), expanded=True):
-            problems += _model_picker()
-    elif title_key in TOY_PAGES:
-        with sb.expander(t("sidebar.model_settings"), expanded=True):
-            _toy_settings()
+            if toy:                         # or the page uses the toy: its settings
+                _toy_settings()
+            else:
+                problems += _model_picker()
     else:                           # a page that does not use them: they wait,
         if draft_for_links.error is not None and draft_for_links.error.key in TOY_ERRORS:
             st.session_state[TUCKED_KEY] = True     # open on what the page's error is about
