@@ -291,16 +291,37 @@ def test_an_empty_cache_reads_the_shipped_seed_without_training(cache, monkeypat
     assert not list(cache.glob("*.zip"))            # read in place, not copied
 
 
+SATURATED = 0.8   # a trained max weight above this: the softmax is near one-hot
+
+
 def test_the_shipped_seed_is_what_training_gives(cache):
     """Trained again here (about 10 s): the shipped numbers are this code's, not typed in.
-    Another CPU's matmul kernels may move the last digits of a trained head."""
+
+    Another CPU's matmul kernels move the last digits of every trained head. Where training
+    is well conditioned that stays in the last digits (measured across two CPUs: 1e-6). Where
+    the softmax is saturated (unscaled at d_k 64 and 256: max weight 0.88-0.99) its gradient
+    is near zero and the run is chaotic: the same code trained on an AMD EPYC gave accuracies
+    up to 0.022 from the shipped ones (max weight 0.020, effective tokens 0.079), their mean
+    over seeds 0.003. Those rows are held to that spread, with room, and their means tightly."""
     study = ex.sharpening_study(xc.SHIPPED_SEED)
     sweep = ex.scaling_sweep(xc.scaling_seeds(xc.SHIPPED_SEED))
     (study_path, study_key, _), (sweep_path, sweep_key, _) = xc._shipped(xc.SHIPPED_SEED)
     shipped = diskcache.read(study_path, study_key)
-    shipped_sweep = diskcache.read(sweep_path, sweep_key)
+    shipped_sweep = diskcache.read(sweep_path, sweep_key).frames["sweep"]
     close = dict(check_exact=False, rtol=1e-2, atol=5e-3)
     for name in ("sweep", "sample", "importance"):
         pd.testing.assert_frame_equal(shipped.frames[name], getattr(study, name), **close)
-    pd.testing.assert_frame_equal(shipped_sweep.frames["sweep"], sweep, **close)
+    saturated = shipped_sweep["max_weight"] > SATURATED                     # chosen by the shipped
+    assert saturated.equals(sweep["max_weight"] > SATURATED)              # and by this run alike
+    assert saturated.any() and not saturated.all()
+    pd.testing.assert_frame_equal(shipped_sweep[~saturated], sweep[~saturated], **close)
+    spread = {"accuracy": dict(atol=0.04, rtol=0), "max_weight": dict(atol=0.04, rtol=0),
+              "effective_tokens": dict(atol=0, rtol=0.1)}       # about twice what was measured
+    means = lambda f: f.groupby(["d_k", "scaled"]).mean()                  # noqa: E731
+    for column, tolerance in spread.items():
+        np.testing.assert_allclose(sweep[saturated][column], shipped_sweep[saturated][column],
+                                   **tolerance, err_msg=column)
+        np.testing.assert_allclose(means(sweep[saturated])[column],
+                                   means(shipped_sweep[saturated])[column],
+                                   **{k: v / 2 for k, v in tolerance.items()}, err_msg=column)
     assert shipped.values["spearman_pooled"] == pytest.approx(study.spearman_pooled, abs=1e-2)
