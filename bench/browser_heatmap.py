@@ -31,8 +31,8 @@ the zoom window's size at 2,048 (a new layout: the canvas figure builds its elem
 of the followed query in the one-row view (a step of its position input), and of the view
 (comparison <-> one row: one section replaced by another), and a layer or head change on
 Model heads, each against the same kind of click on a bare page with that one picker and one
-small chart (bench/cold_link.py's BARE: a selectbox for head, layer and zoom, a segmented
-control for a view change, a number input's step for the row; a segmented control's pick is
+small chart (bench/cold_link.py's BARE: a selectbox for head and layer, a segmented control
+for a view change and the zoom window's size, a number input's step for the row; a segmented control's pick is
 about a quarter cheaper than a selectbox's, which closes its list), all in one run, the pages
 taken in turn. Target <= 2. What React renders on those clicks: bench/renders.py.
 """
@@ -159,7 +159,7 @@ HEAD_PICKER = ("Head", ("Head 1", "Head 2"))
 VIEW_BUTTONS = "buttons"   # a CLICKS label: the options are a segmented control's buttons (radios)
 STEPS = "steps:"           # a CLICKS label prefix: a number input's step buttons, "+" and "-"
 CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048": HEAD_PICKER,
-          "heatmap n=2048, zoom window size": ("Zoom window", ("24", "16")),
+          "heatmap n=2048, zoom window size": (VIEW_BUTTONS, ("24", "16")),   # buttons too
           # past 256 tokens the query row is a number input: its step buttons
           "heatmap n=2048, query row": (STEPS + "Query position", ("+", "-")),
           # a view change: the view picker's buttons (a segmented control, not a combobox)

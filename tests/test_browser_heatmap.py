@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from attention.analysis import analyze
 from attention.charts.colors import colorize
+from attention.i18n import translate
 from attention.spec import AttentionSpec
 from tests.conftest import UI_TIMEOUT, eventually, wait_for_app
 
@@ -37,6 +38,19 @@ PIXELS = f"""([i, panel, rows, cols, cells]) => {{
 
 def wait_drawn(page, i: int = 0) -> None:
     page.wait_for_function(f"(i) => ({DRAWN})(i)", arg=i, timeout=UI_TIMEOUT)
+
+
+def settled_box(page, locator, frames: int = 10) -> dict:
+    """The element's box once the page around it has stopped moving: the same box over
+    `frames` animation frames, no widget skeleton left (a control above it that draws late
+    pushes it down after a first read)."""
+    handle = page.wait_for_function("""([el, frames]) => {
+      if (document.querySelector('[data-testid="stSkeleton"]')) { el.__boxes = []; return false; }
+      const r = el.getBoundingClientRect(), key = [r.x, r.y, r.width, r.height].join();
+      el.__boxes = [...(el.__boxes || []), key].slice(-frames);
+      return el.__boxes.length === frames && el.__boxes.every((b) => b === key) && r.toJSON();
+    }""", arg=[locator.element_handle(), frames], timeout=UI_TIMEOUT, polling="raf")
+    return handle.json_value()
 
 
 def scaled_colours(weights, unscaled) -> np.ndarray:
@@ -141,7 +155,7 @@ def test_dragging_a_box_on_the_overview_moves_the_zoom_window_there(server, page
     page.goto(f"{server.url}/Heatmap?{urlencode(spec.to_query())}")
     wait_for_app(page)
     wait_drawn(page, 0)
-    box = page.locator(FIGURES).first.locator("canvas").first.bounding_box()
+    box = settled_box(page, page.locator(FIGURES).first.locator("canvas").first)
     assert box["width"] == pytest.approx(250, abs=1) and box["height"] == pytest.approx(250, abs=1)
 
     def at(query: float, key: float) -> tuple[float, float]:
@@ -214,7 +228,8 @@ def test_following_one_query_of_a_long_input_draws_both_lines_and_answers_the_po
     wait_for_app(page)
     wait_drawn(page)
     title = page.locator(f"{FIGURES} .ae-row-title")
-    expect(title).to_have_text("Query 9 · <b>w9</b>", timeout=UI_TIMEOUT)   # text, not HTML
+    lines = translate("en", "heatmap.row_lines", n="300")
+    expect(title).to_have_text(f"Query 9 · <b>w9</b> · {lines}", timeout=UI_TIMEOUT)  # not HTML
     assert page.locator(f"{FIGURES} b").count() == 0
     # Both series are on the canvas in their own colours (scaled #2b6cb0, unscaled #d1495b).
     seen = page.evaluate(f"""() => {{

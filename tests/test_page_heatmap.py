@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention.analysis import analyze
 from attention.charts.colors import colorize
+from attention.i18n import translate
 from attention.spec import AttentionSpec
 from attention.ui.heatmap_view import DEFAULT_WINDOW
 from tests.apptest import TIP, figure_cells, figure_images, figures
@@ -105,7 +106,7 @@ def test_moving_the_zoom_recomputes_and_repools_nothing(monkeypatch):
         assert not at.exception
         (zoom,) = cells(at)
         assert zoom["query_pos"].min() == q and zoom["key_pos"].min() == k
-    at.selectbox(key="view_hm_win").set_value(64).run()
+    at.segmented_control(key="view_hm_win").set_value(64).run()
     assert not at.exception and len(cells(at)[0]) == 64 * 64
     assert analyses == [spec] and len(pools) == 1                # once, on the first run
 
@@ -147,15 +148,15 @@ def test_following_one_query_of_a_long_input_draws_two_lines_on_the_canvas():
     scaled, unscaled = (torch.tensor(s["values"], dtype=torch.float64) for s in figure["series"])
     torch.testing.assert_close(scaled, a.scaled.weights[1, 17].double(), atol=TIP, rtol=0)
     torch.testing.assert_close(unscaled, a.unscaled.weights[1, 17].double(), atol=TIP, rtol=0)
-    assert any("300 keys" in c.value for c in at.caption)
     # past ROW_OPTIONS_MAX tokens the row is a position (no 300-option list), and the figure
     # names the query's token
     assert not [s for s in at.selectbox if s.key == "view_hm_row"]
     assert at.number_input(key="view_hm_row").value == 17
-    assert figure["title"] == "Query 17 · w17"
+    lines = translate("en", "heatmap.row_lines", n="300")          # why lines, not bars
+    assert figure["title"] == f"Query 17 · w17 · {lines}"
     at.number_input(key="view_hm_row").increment().run()
     (figure,) = figures(at)
-    assert figure["title"] == "Query 18 · w18" and at.query_params["hm_row"] == "18"
+    assert figure["title"] == f"Query 18 · w18 · {lines}" and at.query_params["hm_row"] == "18"
     torch.testing.assert_close(torch.tensor(figure["series"][0]["values"], dtype=torch.float64),
                                a.scaled.weights[1, 18].double(), atol=TIP, rtol=0)
 
@@ -311,23 +312,23 @@ def test_bad_input_shows_an_error_and_no_exception():
 
 
 def test_a_download_menu_draws_its_buttons_only_while_open():
-    """Inside a view section each chart's Download menu is drawn closed, without its buttons
-    (a click on the head then sends one element per menu, not four); opened, as a click
-    opens it, it holds the CSV, PNG and SVG of that chart's head and window, and the other
-    menu stays closed."""
+    """Inside a view section the comparison's Download menu is drawn closed, without its
+    buttons (a click on the head then sends one element, not seven); opened, as a click opens
+    it, it holds the CSV, PNG and SVG of the overview and then of the zoom window, each under
+    its heading, for the chosen head and window."""
     long = AttentionSpec(tokens=tuple(f"t{i}" for i in range(100)), heads=2, d_k=8,
                          d_model=16, seed=1)
     at = open_page(long, hm_head="1")
     assert not at.exception
     labels = lambda: [b.label for b in at.main.get("download_button")]   # noqa: E731
-    assert labels() == []
+    assert labels() == [] and len(at.main.get("popover")) == 1
     at.session_state["hm_dl_cells"] = True
     at.run()
-    assert not at.exception and labels() == ["CSV", "PNG", "SVG"]
+    assert not at.exception and labels() == ["CSV", "PNG", "SVG"] * 2
     names = [b.proto.id for b in at.main.get("download_button")]
-    assert any("png_hm_attention_head1_q0-15_k0-15" in name for name in names)
-    at.session_state["hm_dl_cells"] = False
-    at.session_state["hm_dl_overview"] = True
-    at.run()
-    names = [b.proto.id for b in at.main.get("download_button")]
-    assert len(names) == 3 and any("png_hm_overview_head1_max" in name for name in names)
+    assert "hm_csv_overview" in names[0] and "hm_csv_cells" in names[3]
+    assert all("hm_overview_head1_max" in name for name in names[1:3])
+    assert all("hm_attention_head1_q0-15_k0-15" in name for name in names[4:])
+    captions = [c.value for c in at.main.get("popover")[0].get("caption")]
+    assert captions == [translate("en", "heatmap.download_overview"),
+                        translate("en", "heatmap.download_window")]

@@ -13,6 +13,7 @@ empties them too. Values are shared between sessions: pages never mutate them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 from typing import Callable, TypeVar
 
@@ -44,8 +45,10 @@ def gate() -> Gate:
     return Gate(HEAVY_SLOTS)
 
 
+@functools.lru_cache(maxsize=32)
 def spec_key(spec: AttentionSpec) -> tuple:
-    """A spec's content: its URL form (every field that changes a result)."""
+    """A spec's content: its URL form (every field that changes a result). Remembered for
+    the last few specs: at 2,048 tokens the form takes 0.8 ms to make, on every click."""
     return tuple(sorted(spec.to_query().items()))
 
 

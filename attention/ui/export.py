@@ -1,7 +1,8 @@
 """Download buttons for tables and charts; files are made only when the button is clicked."""
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import altair as alt
 import pandas as pd
@@ -10,6 +11,8 @@ import streamlit as st
 from .. import export
 from ..charts.vega import Figure
 from .text import t
+
+Chartlike = alt.TopLevelMixin | Figure
 
 
 def csv_button(frame: pd.DataFrame | Callable[[], pd.DataFrame], file_name: str, *,
@@ -21,28 +24,47 @@ def csv_button(frame: pd.DataFrame | Callable[[], pd.DataFrame], file_name: str,
                        icon=":material/table:", key=key or f"csv_{file_name}", on_click="ignore")
 
 
-def chart_buttons(chart: alt.TopLevelMixin | Figure | Callable[[], alt.TopLevelMixin | Figure],
-                  file_name: str, table=None, csv_key: str | None = None, *,
-                  key: str | None = None) -> None:
-    """A Download menu under a chart: PNG and SVG of it (`chart`, or a function that makes
-    it on a click: the Vega drawing of a canvas figure), and with a table (or a function that
-    makes it) its CSV first.
+@dataclass(frozen=True)
+class ChartFiles:
+    """One chart's files in a Download menu: PNG and SVG of `chart` (or of what a function
+    makes on a click: the Vega drawing of a canvas figure) and, with a table (or a function
+    that makes it), its CSV first; `heading` names the chart in a menu of several."""
+    chart: Chartlike | Callable[[], Chartlike]
+    file_name: str
+    table: pd.DataFrame | Callable[[], pd.DataFrame] | None = None
+    csv_key: str | None = None
+    heading: str = ""
+
+
+def chart_buttons(chart: Chartlike | Callable[[], Chartlike], file_name: str, table=None,
+                  csv_key: str | None = None, *, key: str | None = None) -> None:
+    """A Download menu under one chart (see download_menu)."""
+    download_menu([ChartFiles(chart, file_name, table, csv_key)], key=key)
+
+
+def download_menu(charts: Sequence[ChartFiles], *, key: str | None = None) -> None:
+    """A Download menu with every file of `charts`, each chart's under its heading.
 
     key: the menu of a view section (layout.Page.view), named for its place on the page (not
     for the file, which changes with the head): its buttons are drawn only while it is open,
     opening it reruns the section alone. A closed menu then costs a click in that section one
     message instead of four (README, "Performance")."""
-    make = chart if callable(chart) else (lambda: chart)
     lazy = {"key": key, "on_change": "rerun"} if key else {}
-    row = st.popover(t("export.download"), icon=":material/download:", **lazy)
-    if key and not row.open:
+    menu = st.popover(t("export.download"), icon=":material/download:", **lazy)
+    if key and not menu.open:
         return
-    if table is not None:
-        with row:
-            csv_button(table, file_name, key=csv_key)
-    row.download_button(t("export.png"), data=lambda: export.chart_png(make()),
-                        file_name=f"{file_name}.png", mime="image/png", icon=":material/image:",
-                        key=f"png_{file_name}", on_click="ignore")
-    row.download_button(t("export.svg"), data=lambda: export.chart_svg(make()),
-                        file_name=f"{file_name}.svg", mime="image/svg+xml",
-                        icon=":material/draw:", key=f"svg_{file_name}", on_click="ignore")
+    for files in charts:
+        make = files.chart if callable(files.chart) else (lambda c=files.chart: c)
+        if files.heading:
+            menu.caption(files.heading)
+        if files.table is not None:
+            with menu:
+                csv_button(files.table, files.file_name, key=files.csv_key)
+        menu.download_button(t("export.png"), data=lambda make=make: export.chart_png(make()),
+                             file_name=f"{files.file_name}.png", mime="image/png",
+                             icon=":material/image:", key=f"png_{files.file_name}",
+                             on_click="ignore")
+        menu.download_button(t("export.svg"), data=lambda make=make: export.chart_svg(make()),
+                             file_name=f"{files.file_name}.svg", mime="image/svg+xml",
+                             icon=":material/draw:", key=f"svg_{files.file_name}",
+                             on_click="ignore")

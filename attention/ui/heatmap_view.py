@@ -14,6 +14,7 @@ and kept as images in the server's store, keyed by the Analysis's content digest
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import partial
 
 import streamlit as st
@@ -28,7 +29,7 @@ from . import cache
 from .canvas import brush, figure_view
 from .chart import show
 from .explain import explanation
-from .export import chart_buttons
+from .export import ChartFiles, chart_buttons, download_menu
 from .prefetch import prefetch
 from .state import flag, view_widget
 from .text import lang, t
@@ -44,7 +45,7 @@ PREFETCH_HEADS = 3     # an overview's neighbouring heads computed ahead of a cl
 ROW_OPTIONS_MAX = 256  # up to this many queries the row picker lists every token; past it a
                        # number input (a list of 2,048 options: ~6,000 React renders a click)
 SHOWN_ROW_METRICS = (("max_weight", "{:.3f}"), ("effective_tokens", "{:.1f}"))
-PICKER_PX, START_PX = 220, 300   # widths of the head and window pickers, the start inputs
+PICKER_PX, START_PX = 220, 300   # widths of the head pickers and of the zoom start inputs
 
 
 def _images(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: str,
@@ -115,17 +116,19 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
 
     Up to DETAIL_MAX tokens every cell is drawn; beyond, an overview image per panel (one
     pixel per cell up to OVERVIEW_BLOCKS tokens, pooled blocks past that) plus a zoom window
-    drawn cell by cell, with labels and tooltips."""
-    with controls_row("center"):
-        st.caption(t("heatmap.compare_caption"), width="stretch")
+    drawn cell by cell, with labels and tooltips, and one Download menu for both."""
+    n = analysis.n
+    blocks = blocks_for(n, OVERVIEW_BLOCKS) if n > DETAIL_MAX else None
+    with controls_row("center" if blocks is None else "bottom"):
+        if blocks is None:     # the long view's notice says what hovering a cell shows
+            st.caption(t("heatmap.compare_caption"), width="stretch")
+        how = _pool_picker(key_prefix, blocks)
         shared = view_widget(f"{key_prefix}_shared", st.toggle, default=True, cast=flag,
                              label=t("heatmap.shared"), help=t("heatmap.shared_help"))
-    n = analysis.n
-    if n <= DETAIL_MAX:
-        _draw_cells(analysis, head, range(n), range(n), key_prefix, shared)
+    if blocks is None:
+        cells = _draw_cells(analysis, head, range(n), range(n), key_prefix, shared)
+        download_menu([cells], key=f"{key_prefix}_dl_cells")
         return
-    blocks = blocks_for(n, OVERVIEW_BLOCKS)
-    how = _pool_picker(key_prefix) if blocks.size > 1 else "max"   # one cell a block: no choice
     _pooled_notice(n, blocks, how, "hint_zoom")
     overview_slot, zoom_title = st.container(), st.empty()
     queries, keys = _zoom_controls(n, key_prefix)          # below the overview it outlines
@@ -136,13 +139,17 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
         chart_key = f"{key_prefix}_overview"
         figure_view(overview_figure(images, axes, lang(), box=box, shared=shared), key=chart_key,
                     brush=partial(_zoom_to_brush, chart_key, key_prefix, n))
-        chart_buttons(lambda: charts.overview_chart(images, axes, lang(), box=box, shared=shared),
-                      f"{key_prefix}_overview_head{head}_{how}",
-                      lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),  # on a click
-                      csv_key=f"{key_prefix}_csv_overview", key=f"{key_prefix}_dl_overview")
     zoom_title.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
                            k0=keys.start, k1=keys.stop - 1))
-    _draw_cells(analysis, head, queries, keys, key_prefix, shared)
+    cells = _draw_cells(analysis, head, queries, keys, key_prefix, shared)
+    overview = ChartFiles(
+        lambda: charts.overview_chart(images, axes, lang(), box=box, shared=shared),
+        f"{key_prefix}_overview_head{head}_{how}",
+        lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),   # made on a click
+        csv_key=f"{key_prefix}_csv_overview", heading=t("heatmap.download_overview"))
+    # one menu for both charts: one element fewer for a view change to mount
+    download_menu([overview, replace(cells, heading=t("heatmap.download_window"))],
+                  key=f"{key_prefix}_dl_cells")
     prefetch_overviews(analysis, head, how, shared)
 
 
@@ -156,8 +163,9 @@ def prefetch_overviews(analysis: Analysis, head: int, how: str, shared: bool) ->
 
 
 def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
-                key_prefix: str, shared: bool) -> None:
-    """Every cell of a window of one head, on the canvas; its PNG/SVG drawn by Vega on a click."""
+                key_prefix: str, shared: bool) -> ChartFiles:
+    """Every cell of a window of one head, on the canvas; returns its files for a Download
+    menu (PNG/SVG drawn by Vega, and the CSV, made on a click)."""
     axes = charts.cell_axes(analysis.tokens, queries, keys)
     figure = cells_figure(frames.window(analysis, head, queries, keys), axes, lang(),
                           shared=shared)
@@ -165,18 +173,18 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
     name = (f"{key_prefix}_attention_head{head}_q{queries.start}-{queries.stop - 1}"
             f"_k{keys.start}-{keys.stop - 1}")
     table = lambda: frames.cells(analysis, heads=[head], queries=queries, keys=keys)  # noqa: E731
-    chart_buttons(lambda: charts.comparison_chart(table(), axes, lang(), shared=shared), name,
-                  table, csv_key=f"{key_prefix}_csv_cells",   # both made on a click
-                  key=f"{key_prefix}_dl_cells")
+    return ChartFiles(lambda: charts.comparison_chart(table(), axes, lang(), shared=shared),
+                      name, table, csv_key=f"{key_prefix}_csv_cells")
 
 
 def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
-    """Window size, first query and first key; each kept in the URL, clamped to 0..n-1."""
+    """Window size (buttons: one click, every size in sight), first query and first key;
+    each kept in the URL, clamped to 0..n-1."""
     row = controls_row()
     with row:
-        size = view_widget(f"{key_prefix}_win", st.selectbox, default=DEFAULT_WINDOW, cast=int,
-                           valid=WINDOWS.__contains__, label=t("heatmap.window"),
-                           options=WINDOWS, help=t("heatmap.window_help"), width=PICKER_PX)
+        size = view_widget(f"{key_prefix}_win", st.segmented_control, default=DEFAULT_WINDOW,
+                           cast=int, valid=WINDOWS.__contains__, label=t("heatmap.window"),
+                           options=WINDOWS, required=True, help=t("heatmap.window_help"))
     last = n - size
     starts = []
     for axis in ("q", "k"):
@@ -202,8 +210,11 @@ def _zoom_to_brush(chart_key: str, key_prefix: str, n: int) -> None:
         st.session_state[f"view_{key_prefix}_k"] = keys.start
 
 
-def _pool_picker(key_prefix: str) -> str:
-    """Block max or block mean for pooled views; kept in the URL as `<prefix>_pool`."""
+def _pool_picker(key_prefix: str, blocks) -> str:
+    """Block max or block mean for pooled views, kept in the URL as `<prefix>_pool`; no
+    picker (max) where there is nothing to pool: no blocks, or blocks of one cell."""
+    if blocks is None or blocks.size == 1:
+        return "max"
     return view_widget(f"{key_prefix}_pool", st.segmented_control, default="max", cast=str,
                        valid=HOWS.__contains__, label=t("heatmap.pool"), options=HOWS,
                        required=True, format_func=lambda h: t(f"heatmap.pooled_{h}"),
@@ -230,20 +241,22 @@ def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
     """Every head side by side with one colour scale: cell by cell while small (Vega), else
     one image per head on the canvas (pooled past GRID_BLOCKS tokens; by Vega for its PNG and
     SVG)."""
-    value = view_widget(f"{key_prefix}_grid", st.segmented_control, default="weight", cast=str,
-                        valid=charts.VALUES.__contains__, label=t("heatmap.grid_value"),
-                        options=charts.VALUES, required=True,
-                        format_func=lambda v: t(f"heatmap.panel_{v}"))
     heads, n = analysis.heads, analysis.n
     columns = min(4, heads)
-    if n <= math.isqrt(GRID_ROWS // heads):
+    cells = n <= math.isqrt(GRID_ROWS // heads)
+    blocks = None if cells else blocks_for(n, GRID_BLOCKS)
+    with controls_row(spread=False):
+        value = view_widget(f"{key_prefix}_grid", st.segmented_control, default="weight",
+                            cast=str, valid=charts.VALUES.__contains__,
+                            label=t("heatmap.grid_value"), options=charts.VALUES, required=True,
+                            format_func=lambda v: t(f"heatmap.panel_{v}"))
+        how = _pool_picker(key_prefix, blocks)
+    if cells:
         axes = charts.cell_axes(analysis.tokens, range(n), range(n))
         st.caption(t("heatmap.grid_caption", heads=heads))
         chart = charts.heads_grid_chart(frames.cells(analysis), axes, value, lang(), columns)
         show(chart)
     else:
-        blocks = blocks_for(n, GRID_BLOCKS)
-        how = _pool_picker(key_prefix) if blocks.size > 1 else "max"
         _pooled_notice(n, blocks, how, "hint_grid")
         st.caption(t("heatmap.grid_caption", heads=heads))
         image = _images(analysis, tuple(range(heads)), GRID_BLOCKS, how, values=(value,))[value]
@@ -271,8 +284,8 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
     cells = partial(frames.cells, analysis, heads=[head], queries=range(row, row + 1))
     chart = lambda: charts.row_chart(charts.row_frame(cells(), lang()), tokens, lang())  # noqa: E731
     if n > charts.BARS_MAX:   # two lines on the canvas (a Vega line of 2 x 2,048 points: 0.1 s a click)
-        st.caption(t("heatmap.row_lines", n=f"{n:,}"))
-        title = t("heatmap.row_title", pos=row, token=tokens[row])   # canvas text, not markdown
+        title = (t("heatmap.row_title", pos=row, token=tokens[row])      # the figure's text,
+                 + " · " + t("heatmap.row_lines", n=f"{n:,}"))           # not markdown
         line = frames.window(analysis, head, range(row, row + 1), range(n))     # (1, n) each
         figure_view(row_figure(line, tokens, lang(), title=title),
                     key=f"{key_prefix}_row_lines", width="stretch")
