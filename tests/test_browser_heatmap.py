@@ -302,3 +302,43 @@ def test_the_download_menu_opens_with_its_buttons_and_gives_the_heads_csv_and_pn
     png = got.value.path().read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def test_a_long_inputs_one_download_menu_gives_the_overview_and_the_window(server, page):
+    """Past DETAIL_MAX tokens the overview and the zoom window share one Download menu, each
+    chart's buttons under its heading: the window's CSV holds that head's weights in that
+    window, as analyze computes them; the overview's holds every block of the head."""
+    import csv
+    import io
+
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(100)), heads=2, seed=3)
+    view = {**spec.to_query(), "hm_head": "1", "hm_q": "32", "hm_k": "48"}
+    page.goto(f"{server.url}/Heatmap?{urlencode(view)}")
+    wait_for_app(page)
+    wait_drawn(page, 1)
+    menu = page.locator('[data-testid="stMain"]').get_by_role("button", name="Download")
+    expect(menu).to_have_count(1, timeout=UI_TIMEOUT)
+    menu.click()
+    body = page.locator('[data-testid="stPopoverBody"]')
+    for heading in ("heatmap.download_overview", "heatmap.download_window"):
+        expect(body.get_by_text(translate("en", heading), exact=True)).to_be_visible(
+            timeout=UI_TIMEOUT)
+    csvs = body.get_by_role("button", name="CSV")
+    expect(csvs).to_have_count(2, timeout=UI_TIMEOUT)
+
+    def rows(button) -> tuple[str, list[dict]]:
+        with page.expect_download(timeout=UI_TIMEOUT) as got:
+            button.click()
+        text = got.value.path().read_text(encoding="utf-8-sig")
+        return got.value.suggested_filename, list(csv.DictReader(io.StringIO(text)))
+
+    name, window = rows(csvs.nth(1))
+    weights = analyze(spec).scaled.weights[1]                                  # (100, 100)
+    assert name == "hm_attention_head1_q32-47_k48-63.csv" and len(window) == 16 * 16
+    assert {int(r["query_pos"]) for r in window} == set(range(32, 48))
+    for r in window:
+        assert float(r["weight"]) == pytest.approx(
+            weights[int(r["query_pos"]), int(r["key_pos"])].item(), abs=1e-5)
+    name, overview = rows(csvs.nth(0))
+    assert name == "hm_overview_head1_max.csv" and len(overview) == 100 * 100   # a block a cell
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)

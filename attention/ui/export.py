@@ -57,14 +57,15 @@ def download_menu(charts: Sequence[ChartFiles], *, key: str | None = None) -> No
         make = files.chart if callable(files.chart) else (lambda c=files.chart: c)
         if files.heading:
             menu.caption(files.heading)
+        row = menu.container(horizontal=True)           # a chart's buttons side by side
         if files.table is not None:
-            with menu:
+            with row:
                 csv_button(files.table, files.file_name, key=files.csv_key)
-        menu.download_button(t("export.png"), data=lambda make=make: export.chart_png(make()),
-                             file_name=f"{files.file_name}.png", mime="image/png",
-                             icon=":material/image:", key=f"png_{files.file_name}",
-                             on_click="ignore")
-        menu.download_button(t("export.svg"), data=lambda make=make: export.chart_svg(make()),
-                             file_name=f"{files.file_name}.svg", mime="image/svg+xml",
-                             icon=":material/draw:", key=f"svg_{files.file_name}",
-                             on_click="ignore")
+        row.download_button(t("export.png"), data=lambda make=make: export.chart_png(make()),
+                            file_name=f"{files.file_name}.png", mime="image/png",
+                            icon=":material/image:", key=f"png_{files.file_name}",
+                            on_click="ignore")
+        row.download_button(t("export.svg"), data=lambda make=make: export.chart_svg(make()),
+                            file_name=f"{files.file_name}.svg", mime="image/svg+xml",
+                            icon=":material/draw:", key=f"svg_{files.file_name}",
+                            on_click="ignore")
