@@ -32,8 +32,9 @@ of the followed query in the one-row view (a step of its position input), and of
 (comparison <-> one row: one section replaced by another), and a layer or head change on
 Model heads, each against the same kind of click on a bare page with that one picker and one
 small chart (bench/cold_link.py's BARE: a selectbox for head and layer, a segmented control
-for a view change and the zoom window's size, a number input's step for the row; a segmented control's pick is
-about a quarter cheaper than a selectbox's, which closes its list), all in one run, the pages
+for a view change and the zoom window's size, a number input's step for the row; a segmented
+control's pick is about a quarter cheaper than a selectbox's, which closes its list), all in
+one run, the pages
 taken in turn. Target <= 2. What React renders on those clicks: bench/renders.py.
 """
 from __future__ import annotations

@@ -53,6 +53,17 @@ def settled_box(page, locator, frames: int = 10) -> dict:
     return handle.json_value()
 
 
+def downloaded_csv(page, button) -> tuple[str, list[dict]]:
+    """(file name, rows) of the CSV a click on `button` downloads."""
+    import csv
+    import io
+
+    with page.expect_download(timeout=UI_TIMEOUT) as got:
+        button.click()
+    text = got.value.path().read_text(encoding="utf-8-sig")
+    return got.value.suggested_filename, list(csv.DictReader(io.StringIO(text)))
+
+
 def scaled_colours(weights, unscaled) -> np.ndarray:
     """(n, n, 4) colours of the scaled panel: one scale for both weight panels."""
     top = max(float(weights.max()), float(unscaled.max()))
@@ -277,9 +288,6 @@ def test_the_download_menu_opens_with_its_buttons_and_gives_the_heads_csv_and_pn
     """A chart's Download menu is drawn without its buttons until it opens (its opening
     reruns the heatmap section); then its CSV holds the chosen head's weights, as analyze
     computes them, and its PNG is an image of the chart."""
-    import csv
-    import io
-
     page.goto(f"{server.url}/Heatmap?{urlencode({**SPEC.to_query(), 'hm_head': '1'})}")
     wait_for_app(page)
     wait_drawn(page)
@@ -288,9 +296,7 @@ def test_the_download_menu_opens_with_its_buttons_and_gives_the_heads_csv_and_pn
     menu.click()
     body = page.locator('[data-testid="stPopoverBody"]')
     expect(body.get_by_role("button", name="PNG")).to_be_visible(timeout=UI_TIMEOUT)
-    with page.expect_download(timeout=UI_TIMEOUT) as got:
-        body.get_by_role("button", name="CSV").click()
-    rows = list(csv.DictReader(io.StringIO(got.value.path().read_text(encoding="utf-8-sig"))))
+    _, rows = downloaded_csv(page, body.get_by_role("button", name="CSV"))
     weights = analyze(SPEC).scaled.weights[1]                                   # (5, 5)
     assert len(rows) == 25 and {r["head"] for r in rows} == {"1"}
     for r in rows:
@@ -308,9 +314,6 @@ def test_a_long_inputs_one_download_menu_gives_the_overview_and_the_window(serve
     """Past DETAIL_MAX tokens the overview and the zoom window share one Download menu, each
     chart's buttons under its heading: the window's CSV holds that head's weights in that
     window, as analyze computes them; the overview's holds every block of the head."""
-    import csv
-    import io
-
     spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(100)), heads=2, seed=3)
     view = {**spec.to_query(), "hm_head": "1", "hm_q": "32", "hm_k": "48"}
     page.goto(f"{server.url}/Heatmap?{urlencode(view)}")
@@ -325,20 +328,13 @@ def test_a_long_inputs_one_download_menu_gives_the_overview_and_the_window(serve
             timeout=UI_TIMEOUT)
     csvs = body.get_by_role("button", name="CSV")
     expect(csvs).to_have_count(2, timeout=UI_TIMEOUT)
-
-    def rows(button) -> tuple[str, list[dict]]:
-        with page.expect_download(timeout=UI_TIMEOUT) as got:
-            button.click()
-        text = got.value.path().read_text(encoding="utf-8-sig")
-        return got.value.suggested_filename, list(csv.DictReader(io.StringIO(text)))
-
-    name, window = rows(csvs.nth(1))
+    name, window = downloaded_csv(page, csvs.nth(1))
     weights = analyze(spec).scaled.weights[1]                                  # (100, 100)
     assert name == "hm_attention_head1_q32-47_k48-63.csv" and len(window) == 16 * 16
     assert {int(r["query_pos"]) for r in window} == set(range(32, 48))
     for r in window:
         assert float(r["weight"]) == pytest.approx(
             weights[int(r["query_pos"]), int(r["key_pos"])].item(), abs=1e-5)
-    name, overview = rows(csvs.nth(0))
+    name, overview = downloaded_csv(page, csvs.nth(0))
     assert name == "hm_overview_head1_max.csv" and len(overview) == 100 * 100   # a block a cell
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
