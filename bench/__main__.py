@@ -13,7 +13,7 @@ import torch
 
 from bench.timing import print_table, row
 
-MODULES = ["core", "analysis", "apptest_rerun", "browser_heatmap", "renders", "cold_link", "pretrained",
+MODULES = ["core", "analysis", "threads", "apptest_rerun", "browser_heatmap", "renders", "cold_link", "pretrained",
            "models", "experiment", "importance", "memory"]
 
 

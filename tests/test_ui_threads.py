@@ -17,3 +17,22 @@ def test_importing_the_ui_gives_later_threads_one_torch_thread():
             "    t = threading.Thread(target=target); t.start(); t.join()\n"
             "print(seen)\n")
     assert run_fresh(code).strip() == "[1, 1]"
+
+
+def test_the_ui_sets_one_openmp_and_mkl_thread_before_torch_loads():
+    """OMP_NUM_THREADS and MKL_NUM_THREADS are read when torch loads: attention.ui must set
+    them before it imports torch, or every new thread's first matmul sets up MKL's threads
+    again (bench/threads.py). An import hook records them at the moment torch is imported."""
+    code = ("import os, sys\n"
+            "seen = {}\n"
+            "class Spy:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'torch' and not seen:\n"
+            "            seen.update({v: os.environ.get(v) for v in\n"
+            "                         ('OMP_NUM_THREADS', 'MKL_NUM_THREADS')})\n"
+            "        return None\n"
+            "os.environ.pop('OMP_NUM_THREADS', None); os.environ.pop('MKL_NUM_THREADS', None)\n"
+            "sys.meta_path.insert(0, Spy())\n"
+            "import attention.ui\n"
+            "print(seen)\n")
+    assert run_fresh(code).strip() == "{'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'}"
