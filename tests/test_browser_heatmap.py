@@ -338,3 +338,38 @@ def test_a_long_inputs_one_download_menu_gives_the_overview_and_the_window(serve
     name, overview = downloaded_csv(page, csvs.nth(0))
     assert name == "hm_overview_head1_max.csv" and len(overview) == 100 * 100   # a block a cell
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def test_all_heads_frames_the_picked_head_and_a_view_change_keeps_the_bars_widgets(server,
+                                                                                 page):
+    """The section's bar (view, head, Download) is the same in every view: a view change
+    keeps its elements (the same DOM nodes, not mounted again), and All heads frames the head
+    picked there, following the picker."""
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(300)), heads=3, seed=2)
+    page.goto(f"{server.url}/Heatmap?{urlencode({**spec.to_query(), 'hm_head': '1'})}")
+    wait_for_app(page)
+    wait_drawn(page)
+    main = page.locator('[data-testid="stMain"]')
+    picker = main.get_by_role("combobox", name="Head")
+    menu = main.get_by_role("button", name="Download")
+    for node in (picker, menu):
+        node.evaluate("(el) => { el.__kept = true; }")
+    main.get_by_role("radio", name="All heads", exact=True).click()
+    framed = page.locator(f"{FIGURES} .ae-current .ae-title")
+    expect(framed).to_have_text("Head 1 (picked)", timeout=UI_TIMEOUT)
+    expect(page.locator(f"{FIGURES} .ae-panel")).to_have_count(3)
+    wait_for_app(page)
+    assert picker.evaluate("(el) => el.__kept") is True and menu.evaluate("(el) => el.__kept")
+    picker.click()
+    page.get_by_role("option", name="Head 2", exact=True).click()
+    expect(framed).to_have_text("Head 2 (picked)", timeout=UI_TIMEOUT)
+    expect(page.locator(f"{FIGURES} .ae-current")).to_have_count(1)
+    frame = page.locator(f"{FIGURES} .ae-current .ae-plot").evaluate(
+        "(el) => getComputedStyle(el).outlineStyle")
+    assert frame == "solid"
+    main.get_by_role("radio", name="Scaled vs unscaled", exact=True).click()
+    expect(page.locator(f"{FIGURES} .ae-current")).to_have_count(0, timeout=UI_TIMEOUT)
+    wait_for_app(page)
+    expect(picker).to_have_value("Head 2")
+    assert picker.evaluate("(el) => el.__kept") is True and menu.evaluate("(el) => el.__kept")
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)

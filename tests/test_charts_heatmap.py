@@ -296,6 +296,24 @@ def test_heads_grid_has_every_head_and_one_colour_scale(cat):
     assert scale["domainMid"] == 0 and scale["domain"][0] == -scale["domain"][1]
 
 
+def test_the_heads_grid_titles_the_picked_head_as_vega_renders_it(cat):
+    """Rendered by vl-convert: every panel is titled with its head, the picked head's title
+    says so (in Chinese too), and no head is marked when none is picked."""
+    import vl_convert as vlc
+
+    frame, axes = frames.cells(cat), charts.cell_axes(cat.tokens, range(6), range(6))
+
+    def titles(current, lang="en"):
+        svg = vlc.vegalite_to_svg(chart_spec(charts.heads_grid_chart(frame, axes, "weight", lang,
+                                                                     current=current)))
+        return re.findall(r">((?:Head|头) \d[^<]*)</text>", svg)                # drawn text
+
+    assert cat.heads == 2
+    assert titles(1) == ["Head 0", "Head 1 (picked)"]
+    assert titles(None) == ["Head 0", "Head 1"]
+    assert titles(0, "zh") == ["头 0（已选）", "头 1"]
+
+
 def test_row_chart_scaled_vs_unscaled(cat):
     cells = frames.cells(cat, heads=[1], queries=range(2, 3))
     long = charts.row_frame(cells)

@@ -238,14 +238,19 @@ def test_2048_tokens_draw_an_overview_image_with_a_notice_and_a_zoom_window():
 def test_all_heads_grid_of_a_long_input_is_one_image_per_head_on_one_scale():
     spec = AttentionSpec(tokens=tuple(f"w{i % 50}" for i in range(600)), heads=6, d_model=48,
                          d_k=8, causal=True)
-    at = open_page(spec, hm_view="grid", hm_grid="unscaled_weight")
+    at = open_page(spec, hm_view="grid", hm_grid="unscaled_weight", hm_head="2")
     assert not at.exception and not at.error
     assert any("600 tokens" in info.value and "120 × 120" in info.value and "5 × 5" in info.value
                for info in at.info)
     assert not main_data(at)                                    # on the canvas, not Vega
     (grid,) = figures(at)
     assert grid["kind"] == "blocks" and grid["brush"] is False and grid["n"] == 600
-    assert [p["title"] for p in grid["panels"]] == [f"Head {h}" for h in range(6)]
+    # the bar keeps the head picker and the Download menu in every view (a view change then
+    # mounts neither again); the picked head is framed and its title says so
+    assert at.selectbox(key="view_hm_head").value == 2 and len(at.main.get("popover")) == 1
+    assert [p["title"] for p in grid["panels"]] == [
+        f"Head {h}" + (" (picked)" if h == 2 else "") for h in range(6)]
+    assert [p["current"] for p in grid["panels"]] == [h == 2 for h in range(6)]
     assert [p["legend"] is not None for p in grid["panels"]] == [False] * 5 + [True]
     a = analyze(spec)
     u, w = a.unscaled.weights, a.scaled.weights                           # (6, 600, 600)
@@ -322,7 +327,7 @@ def test_a_download_menu_draws_its_buttons_only_while_open():
     assert not at.exception
     labels = lambda: [b.label for b in at.main.get("download_button")]   # noqa: E731
     assert labels() == [] and len(at.main.get("popover")) == 1
-    at.session_state["hm_dl_cells"] = True
+    at.session_state["hm_dl"] = True
     at.run()
     assert not at.exception and labels() == ["CSV", "PNG", "SVG"] * 2
     names = [b.proto.id for b in at.main.get("download_button")]

@@ -33,7 +33,7 @@ import numpy as np
 from ..i18n import translate
 from . import colors
 from .heatmap import (GRID_PANEL, NUMBERS_MAX, PANEL, VALUES, BlockAxes, CellAxes, _t,
-                      clip_label, color_domain, number_labels, on_dark, scheme_for)
+                      clip_label, color_domain, head_title, number_labels, on_dark, scheme_for)
 
 TIP_DIGITS = {"raw_score": 3, "scaled_score": 3, "weight": 4, "unscaled_weight": 4,
               "difference": 4}     # decimals a tooltip shows (the Vega tooltips' formats)
@@ -132,13 +132,14 @@ def overview_figure(images: dict[str, dict], axes: BlockAxes, lang: str = "en", 
 
 
 def heads_figure(image: dict, axes: BlockAxes, value: str, lang: str = "en", *,
-                 size: int = GRID_PANEL) -> dict:
+                 size: int = GRID_PANEL, current: int | None = None) -> dict:
     """Every head's pooled `value` side by side, `size` px each (image: charts.heatmap.
     pooled_images(...)[value], one colour domain over all heads), the legend under the last
-    head; positions 0..n on the axes, a block's span in its tooltip."""
+    head, the `current` head framed and its title marked; positions 0..n on the axes, a
+    block's span in its tooltip."""
     heads = len(image["urls"])
     key = legend(image["scheme"], image["domain"], _t(lang, f"legend_{value}"))
-    panels = [{"title": f"{_t(lang, 'head_word')} {h}", "image": url,
+    panels = [{"title": head_title(lang, h, current), "image": url, "current": h == current,
                "legend": key if h == heads - 1 else None} for h, url in enumerate(image["urls"])]
     return {**_blocks(panels, axes, lang, size), "box": None, "brush": False}
 
@@ -152,7 +153,8 @@ def _blocks(panels: list[dict], axes: BlockAxes, lang: str, size: int) -> dict:
            "size": axes.size}
     layout = {"kind": "blocks", "n": axes.n, "rows": axes.side, "cols": axes.side, **axis,
               "titles": [p["title"] for p in panels], "panel": size,
-              "legends": [p["legend"] is not None for p in panels]}
+              "legends": [p["legend"] is not None for p in panels],
+              "current": [bool(p.get("current")) for p in panels]}
     return {"layout": _layout_key(layout), **layout, "panels": panels, "tip": tip}
 
 

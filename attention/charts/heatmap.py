@@ -361,8 +361,10 @@ def _overview_layout(axes: BlockAxes, lang: str, shared: bool, boxed: bool) -> a
 
 
 def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes, value: str = "weight",
-                     lang: str = "en", columns: int = 4) -> alt.FacetChart:
-    """Small multiples: one panel per head, one colour scale for all heads, cell by cell."""
+                     lang: str = "en", columns: int = 4,
+                     current: int | None = None) -> alt.FacetChart:
+    """Small multiples: one panel per head, one colour scale for all heads, cell by cell;
+    the `current` head's title says it is the one picked."""
     lo, hi = color_domain(frame, value)
     scale = color_scale(value)
     scale.domain = [lo, hi]          # every head in one chart: no click changes its domain
@@ -371,14 +373,15 @@ def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes, value: str = "weight",
         color=alt.Color(f"{value}:Q", scale=scale, legend=alt.Legend(title=_t(lang, f"legend_{value}"))),
         tooltip=[alt.Tooltip("head:O", title=_t(lang, "tip_head")), *_tooltip(lang)],
     ).properties(width=GRID_PANEL, height=GRID_PANEL)
-    return rects.facet(facet=_head_facet(lang), columns=columns, spacing=20,
+    return rects.facet(facet=_head_facet(lang, current), columns=columns, spacing=20,
                        **_top_level(frame, axes))
 
 
 def heads_grid_image_chart(image: dict, axes: BlockAxes, value: str = "weight",
-                           lang: str = "en", columns: int = 4) -> alt.FacetChart:
+                           lang: str = "en", columns: int = 4,
+                           current: int | None = None) -> alt.FacetChart:
     """Small multiples of pooled heads: one image per head (`pooled_images(...)[value]`), one
-    colour scale for all heads, on 0..n position axes."""
+    colour scale for all heads, on 0..n position axes; the `current` head's title marked."""
     lo, _ = image["domain"]
     heads = len(image["urls"])
     frame = pd.DataFrame({"head": range(heads), "url": image["urls"],
@@ -391,17 +394,27 @@ def heads_grid_image_chart(image: dict, axes: BlockAxes, value: str = "weight",
         color=alt.Color(f"{value}:Q", scale=_image_scale(image, value),
                         legend=alt.Legend(title=_t(lang, f"legend_{value}"))))
     return alt.layer(picture, legend, width=GRID_PANEL, height=GRID_PANEL).facet(
-        facet=_head_facet(lang), columns=columns, spacing=20, data=frame, usermeta=CANVAS,
+        facet=_head_facet(lang, current), columns=columns, spacing=20, data=frame, usermeta=CANVAS,
         config=NO_ARIA)
 
 
-def _head_facet(lang: str) -> alt.Facet:
-    return alt.Facet("head:O", title=None, header=alt.Header(labelExpr=_head_expr(lang)))
+def _head_facet(lang: str, current: int | None = None) -> alt.Facet:
+    return alt.Facet("head:O", title=None, header=alt.Header(labelExpr=_head_expr(lang, current)))
 
 
-def _head_expr(lang: str) -> str:
+def _head_expr(lang: str, current: int | None = None) -> str:
+    """A head's panel title: "Head 2", and "Head 2 (picked)" for the `current` head."""
     word = json.dumps(_t(lang, "head_word"), ensure_ascii=True)
-    return f"{word} + ' ' + datum.value"
+    if current is None:
+        return f"{word} + ' ' + datum.value"
+    picked = json.dumps(_t(lang, "head_picked"), ensure_ascii=True)
+    return f"{word} + ' ' + datum.value + (datum.value == {int(current)} ? {picked} : '')"
+
+
+def head_title(lang: str, head: int, current: int | None = None) -> str:
+    """The title _head_expr gives `head`'s panel, for the canvas's figure of the same grid."""
+    picked = _t(lang, "head_picked") if head == current else ""
+    return f"{_t(lang, 'head_word')} {head}{picked}"
 
 
 def _top_level(frame: pd.DataFrame, axes: CellAxes) -> dict:

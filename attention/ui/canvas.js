@@ -136,7 +136,7 @@ function build(state, data) {
   root.replaceChildren();
   const side = data.panel;
   state.panels = data.panels.map((panel, i) => {
-    const box = el("div", "ae-panel");
+    const box = el("div", panel.current ? "ae-panel ae-current" : "ae-panel");
     box.appendChild(el("div", "ae-title", panel.title));
     let ylabels = null;
     if (i === 0) {

@@ -42,16 +42,23 @@ def chart_buttons(chart: Chartlike | Callable[[], Chartlike], file_name: str, ta
     download_menu([ChartFiles(chart, file_name, table, csv_key)], key=key)
 
 
-def download_menu(charts: Sequence[ChartFiles], *, key: str | None = None) -> None:
-    """A Download menu with every file of `charts`, each chart's under its heading.
+def download_popover(key: str | None = None):
+    """A Download menu's button, to be filled by download_menu (possibly later in the run:
+    a section's top bar holds its menu before the charts below it are drawn).
 
     key: the menu of a view section (layout.Page.view), named for its place on the page (not
     for the file, which changes with the head): its buttons are drawn only while it is open,
     opening it reruns the section alone. A closed menu then costs a click in that section one
     message instead of four (README, "Performance")."""
     lazy = {"key": key, "on_change": "rerun"} if key else {}
-    menu = st.popover(t("export.download"), icon=":material/download:", **lazy)
-    if key and not menu.open:
+    return st.popover(t("export.download"), icon=":material/download:", **lazy)
+
+
+def download_menu(charts: Sequence[ChartFiles], *, key: str | None = None, menu=None) -> None:
+    """A Download menu with every file of `charts`, each chart's under its heading: in `menu`
+    (a download_popover made earlier) or in a new one, lazy under `key`."""
+    menu = download_popover(key) if menu is None else menu
+    if menu.open is False:                  # a keyed menu, closed: no buttons to draw
         return
     for files in charts:
         make = files.chart if callable(files.chart) else (lambda c=files.chart: c)

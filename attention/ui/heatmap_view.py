@@ -8,7 +8,7 @@ and kept as images in the server's store, keyed by the Analysis's content digest
 
     head = head_picker(analysis, key_prefix="hm")
     draw_comparison(analysis, head, key_prefix="hm")   # scaled | unscaled | difference
-    draw_heads_grid(analysis, key_prefix="hm")
+    draw_heads_grid(analysis, head, key_prefix="hm")   # every head, `head` marked
     draw_row_follow(analysis, head, key_prefix="hm")
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from . import cache
 from .canvas import brush, figure_view
 from .chart import show
 from .explain import explanation
-from .export import ChartFiles, chart_buttons, download_menu
+from .export import ChartFiles, download_menu, download_popover
 from .prefetch import prefetch
 from .state import flag, view_widget
 from .text import lang, t
@@ -94,29 +94,27 @@ def draw_spec_heatmap(spec: AttentionSpec, key_prefix: str = "hm") -> None:
 
 
 def draw_heatmap(analysis: Analysis, key_prefix: str = "hm") -> None:
-    """The whole heatmap section: view picker, head picker and the chosen view."""
-    bar = controls_row()
-    with bar:
+    """The whole heatmap section: a top bar of view picker, head picker and Download menu,
+    then the chosen view. The bar is the same three widgets in every view (All heads marks
+    the picked head), so a view change mounts none of them again: mounting a widget costs
+    the browser more than drawing it again (README, "Performance")."""
+    with controls_row():
         view = view_picker(key_prefix)
-    if view == "grid":
-        draw_heads_grid(analysis, key_prefix)
-        return
-    with bar:
         head = head_picker(analysis, key_prefix)
-    if view == "row":
-        draw_row_follow(analysis, head, key_prefix)
-    else:
-        draw_comparison(analysis, head, key_prefix)
+        menu = download_popover(f"{key_prefix}_dl")     # filled by the view, while open
+    draw = {"grid": draw_heads_grid, "row": draw_row_follow}.get(view, draw_comparison)
+    draw(analysis, head, key_prefix, menu=menu)
 
 
 # ---- scaled | unscaled | difference ---------------------------------------------------------
 
-def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> None:
+def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm", menu=None) -> None:
     """Scaled and unscaled attention of one head with one colour scale, and their difference.
 
     Up to DETAIL_MAX tokens every cell is drawn; beyond, an overview image per panel (one
     pixel per cell up to OVERVIEW_BLOCKS tokens, pooled blocks past that) plus a zoom window
-    drawn cell by cell, with labels and tooltips, and one Download menu for both."""
+    drawn cell by cell, with labels and tooltips, and one Download menu for both: `menu` (a
+    download_popover above) or one of its own under the charts."""
     n = analysis.n
     blocks = blocks_for(n, OVERVIEW_BLOCKS) if n > DETAIL_MAX else None
     with controls_row("center" if blocks is None else "bottom"):
@@ -127,7 +125,7 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
                              label=t("heatmap.shared"), help=t("heatmap.shared_help"))
     if blocks is None:
         cells = _draw_cells(analysis, head, range(n), range(n), key_prefix, shared)
-        download_menu([cells], key=f"{key_prefix}_dl_cells")
+        download_menu([cells], key=f"{key_prefix}_dl_cells", menu=menu)
         return
     _pooled_notice(n, blocks, how, "hint_zoom")
     overview_slot, zoom_title = st.container(), st.empty()
@@ -147,9 +145,8 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
         f"{key_prefix}_overview_head{head}_{how}",
         lambda: pooled_cells(analysis, [head], OVERVIEW_BLOCKS, how),   # made on a click
         csv_key=f"{key_prefix}_csv_overview", heading=t("heatmap.download_overview"))
-    # one menu for both charts: one element fewer for a view change to mount
     download_menu([overview, replace(cells, heading=t("heatmap.download_window"))],
-                  key=f"{key_prefix}_dl_cells")
+                  key=f"{key_prefix}_dl_cells", menu=menu)
     prefetch_overviews(analysis, head, how, shared)
 
 
@@ -237,10 +234,11 @@ def _pooled_notice(n: int, blocks, how: str, hint: str) -> None:
 
 # ---- all heads --------------------------------------------------------------------------------
 
-def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
-    """Every head side by side with one colour scale: cell by cell while small (Vega), else
-    one image per head on the canvas (pooled past GRID_BLOCKS tokens; by Vega for its PNG and
-    SVG)."""
+def draw_heads_grid(analysis: Analysis, head: int | None = None, key_prefix: str = "hm",
+                    menu=None) -> None:
+    """Every head side by side with one colour scale, the picked `head` marked: cell by cell
+    while small (Vega), else one image per head on the canvas (pooled past GRID_BLOCKS
+    tokens; by Vega for its PNG and SVG). Its Download menu: `menu` or one of its own."""
     heads, n = analysis.heads, analysis.n
     columns = min(4, heads)
     cells = n <= math.isqrt(GRID_ROWS // heads)
@@ -254,22 +252,27 @@ def draw_heads_grid(analysis: Analysis, key_prefix: str = "hm") -> None:
     if cells:
         axes = charts.cell_axes(analysis.tokens, range(n), range(n))
         st.caption(t("heatmap.grid_caption", heads=heads))
-        chart = charts.heads_grid_chart(frames.cells(analysis), axes, value, lang(), columns)
+        chart = charts.heads_grid_chart(frames.cells(analysis), axes, value, lang(), columns,
+                                        current=head)
         show(chart)
     else:
         _pooled_notice(n, blocks, how, "hint_grid")
         st.caption(t("heatmap.grid_caption", heads=heads))
         image = _images(analysis, tuple(range(heads)), GRID_BLOCKS, how, values=(value,))[value]
         axes = charts.block_axes(blocks, how)
-        figure_view(heads_figure(image, axes, value, lang()), key=f"{key_prefix}_grid_images")
-        chart = partial(charts.heads_grid_image_chart, image, axes, value, lang(), columns)
-    chart_buttons(chart, f"{key_prefix}_all_heads_{value}", key=f"{key_prefix}_dl_grid")
+        figure_view(heads_figure(image, axes, value, lang(), current=head),
+                    key=f"{key_prefix}_grid_images")
+        chart = partial(charts.heads_grid_image_chart, image, axes, value, lang(), columns,
+                        current=head)
+    download_menu([ChartFiles(chart, f"{key_prefix}_all_heads_{value}")],
+                  key=f"{key_prefix}_dl_grid", menu=menu)
 
 
 # ---- one query row ------------------------------------------------------------------------------
 
-def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> None:
-    """Pick a query token; its attention over every key, scaled vs unscaled."""
+def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm", menu=None) -> None:
+    """Pick a query token; its attention over every key, scaled vs unscaled. Its Download
+    menu: `menu` or one of its own."""
     tokens, n = analysis.tokens, analysis.n
     row = _row_picker(tokens, key_prefix)
     shown = [(name, fmt, variant) for name, fmt in SHOWN_ROW_METRICS
@@ -291,8 +294,9 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm") -> No
                     key=f"{key_prefix}_row_lines", width="stretch")
     else:
         show(chart(), width="stretch")
-    chart_buttons(chart, f"{key_prefix}_row{row}_head{head}", cells,
-                  csv_key=f"{key_prefix}_csv_row", key=f"{key_prefix}_dl_row")
+    download_menu([ChartFiles(chart, f"{key_prefix}_row{row}_head{head}", cells,
+                              csv_key=f"{key_prefix}_csv_row")],
+                  key=f"{key_prefix}_dl_row", menu=menu)
 
 
 def _row_picker(tokens: tuple[str, ...], key_prefix: str) -> int:
