@@ -146,6 +146,7 @@ def test_long_input_draws_an_overview_image_on_a_canvas(server, page):
     # Another window of the same size: the same canvases (kept), new labels and colours.
     page.evaluate(f"() => {{ document.querySelectorAll('{FIGURES}')[1].querySelector('canvas')"
                   ".__kept = true; }")
+    page.locator('[data-testid="stMain"]').get_by_role("button", name="Position").click()
     start = page.get_by_role("spinbutton", name="First query position")
     start.fill("32")
     start.press("Enter")
@@ -184,6 +185,7 @@ def test_dragging_a_box_on_the_overview_moves_the_zoom_window_there(server, page
     q0, q1, k0, k1 = map(int, re.findall(r"\d+", title.inner_text()))
     assert q1 - q0 + 1 == k1 - k0 + 1 == 48                       # the window that holds the box
     assert abs(q0 - 596) <= 8 and abs(k0 - 396) <= 8              # centred on it (4 tokens a px)
+    page.locator('[data-testid="stMain"]').get_by_role("button", name="Position").click()
     expect(page.get_by_role("spinbutton", name="First query position")) \
         .to_have_value(str(q0), timeout=UI_TIMEOUT)
     for param in (f"hm_q={q0}", f"hm_k={k0}", "hm_win=48"):

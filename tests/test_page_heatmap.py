@@ -100,6 +100,8 @@ def test_moving_the_zoom_recomputes_and_repools_nothing(monkeypatch):
     monkeypatch.setattr(view, "pooled_matrices", lambda *args: pools.append(args) or real(*args))
     spec = AttentionSpec(tokens=tuple(f"z{i}" for i in range(700)), heads=2, seed=11)
     at = open_page(spec)
+    at.session_state["hm_win_menu"] = True                       # the Position menu, opened
+    at.run()
     for q, k in ((100, 40), (300, 600), (684, 0)):
         at.number_input(key="view_hm_q").set_value(q).run()
         at.number_input(key="view_hm_k").set_value(k).run()
@@ -247,7 +249,8 @@ def test_all_heads_grid_of_a_long_input_is_one_image_per_head_on_one_scale():
     assert grid["kind"] == "blocks" and grid["brush"] is False and grid["n"] == 600
     # the bar keeps the head picker and the Download menu in every view (a view change then
     # mounts neither again); the picked head is framed and its title says so
-    assert at.selectbox(key="view_hm_head").value == 2 and len(at.main.get("popover")) == 1
+    assert at.selectbox(key="view_hm_head").value == 2 and [
+        p.proto.popover.label for p in at.main.get("popover")] == ["Download"]
     assert [p["title"] for p in grid["panels"]] == [
         f"Head {h}" + (" (picked)" if h == 2 else "") for h in range(6)]
     assert [p["current"] for p in grid["panels"]] == [h == 2 for h in range(6)]
@@ -286,6 +289,9 @@ def test_up_to_256_tokens_the_overview_has_a_pixel_per_cell_and_no_pooling():
 def test_zoom_and_pooling_choice_are_widgets_kept_in_the_url():
     spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(300)), heads=1)
     at = open_page(spec)
+    assert not at.main.get("number_input")          # the starts wait in the closed Position menu
+    at.session_state["hm_win_menu"] = True
+    at.run()
     at.number_input(key="view_hm_q").set_value(50).run()
     at.segmented_control(key="view_hm_pool").set_value("mean").run()
     assert not at.exception
@@ -326,7 +332,9 @@ def test_a_download_menu_draws_its_buttons_only_while_open():
     at = open_page(long, hm_head="1")
     assert not at.exception
     labels = lambda: [b.label for b in at.main.get("download_button")]   # noqa: E731
-    assert labels() == [] and len(at.main.get("popover")) == 1
+    download = lambda: [p for p in at.main.get("popover")                # noqa: E731
+                        if p.proto.popover.label == translate("en", "export.download")]
+    assert labels() == [] and len(download()) == 1
     at.session_state["hm_dl"] = True
     at.run()
     assert not at.exception and labels() == ["CSV", "PNG", "SVG"] * 2
@@ -334,6 +342,6 @@ def test_a_download_menu_draws_its_buttons_only_while_open():
     assert "hm_csv_overview" in names[0] and "hm_csv_cells" in names[3]
     assert all("hm_overview_head1_max" in name for name in names[1:3])
     assert all("hm_attention_head1_q0-15_k0-15" in name for name in names[4:])
-    captions = [c.value for c in at.main.get("popover")[0].get("caption")]
+    captions = [c.value for c in download()[0].get("caption")]
     assert captions == [translate("en", "heatmap.download_overview"),
                         translate("en", "heatmap.download_window")]

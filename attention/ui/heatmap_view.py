@@ -31,7 +31,7 @@ from .chart import show
 from .explain import explanation
 from .export import ChartFiles, download_menu, download_popover
 from .prefetch import prefetch
-from .state import flag, view_widget
+from .state import flag, view_state, view_widget
 from .text import lang, t
 
 DETAIL_MAX = 64        # up to this many tokens every cell is drawn (3 x 4096 rects at most)
@@ -45,7 +45,7 @@ PREFETCH_HEADS = 3     # an overview's neighbouring heads computed ahead of a cl
 ROW_OPTIONS_MAX = 256  # up to this many queries the row picker lists every token; past it a
                        # number input (a list of 2,048 options: ~6,000 React renders a click)
 SHOWN_ROW_METRICS = (("max_weight", "{:.3f}"), ("effective_tokens", "{:.1f}"))
-PICKER_PX, START_PX = 220, 300   # widths of the head pickers and of the zoom start inputs
+PICKER_PX = 220       # width of the head pickers
 
 
 def _images(analysis: Analysis, heads: tuple[int, ...], max_blocks: int, how: str,
@@ -128,17 +128,17 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm", menu=
         download_menu([cells], key=f"{key_prefix}_dl_cells", menu=menu)
         return
     _pooled_notice(n, blocks, how, "hint_zoom")
-    overview_slot, zoom_title = st.container(), st.empty()
-    queries, keys = _zoom_controls(n, key_prefix)          # below the overview it outlines
+    queries, keys = _zoom_window(n, key_prefix)        # its controls come below the overview
     box = (queries.start, queries.stop, keys.start, keys.stop)
     images = _images(analysis, (head,), OVERVIEW_BLOCKS, how, shared)
     axes = charts.block_axes(blocks, how)
-    with overview_slot:
-        chart_key = f"{key_prefix}_overview"
-        figure_view(overview_figure(images, axes, lang(), box=box, shared=shared), key=chart_key,
-                    brush=partial(_zoom_to_brush, chart_key, key_prefix, n))
-    zoom_title.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
-                           k0=keys.start, k1=keys.stop - 1))
+    chart_key = f"{key_prefix}_overview"
+    figure_view(overview_figure(images, axes, lang(), box=box, shared=shared), key=chart_key,
+                brush=partial(_zoom_to_brush, chart_key, key_prefix, n))
+    with controls_row():
+        st.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
+                       k0=keys.start, k1=keys.stop - 1))
+        _zoom_controls(n, key_prefix)
     cells = _draw_cells(analysis, head, queries, keys, key_prefix, shared)
     overview = ChartFiles(
         lambda: charts.overview_chart(images, axes, lang(), box=box, shared=shared),
@@ -174,26 +174,45 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
                       name, table, csv_key=f"{key_prefix}_csv_cells")
 
 
-def _zoom_controls(n: int, key_prefix: str) -> tuple[range, range]:
-    """Window size (buttons: one click, every size in sight), first query and first key;
-    each kept in the URL, clamped to 0..n-1."""
-    row = controls_row()
-    with row:
-        size = view_widget(f"{key_prefix}_win", st.segmented_control, default=DEFAULT_WINDOW,
-                           cast=int, valid=WINDOWS.__contains__, label=t("heatmap.window"),
-                           options=WINDOWS, required=True, help=t("heatmap.window_help"))
-    last = n - size
-    starts = []
-    for axis in ("q", "k"):
-        name = f"{key_prefix}_{axis}"
-        current = st.session_state.get("view_" + name, 0)
-        with row:   # a number input steps a whole window per click; any start can be typed
-            starts.append(view_widget(
-                name, st.number_input, default=max(0, min(int(current), last)), cast=int,
-                valid=lambda v: 0 <= v <= last, label=t(f"heatmap.start_{axis}"),
-                min_value=0, max_value=last, step=size, help=t("heatmap.start_help"),
-                width=START_PX))
+def _zoom_window(n: int, key_prefix: str) -> tuple[range, range]:
+    """The zoom window's queries and keys, from the state its controls keep (the URL, a box
+    dragged on the overview, the controls themselves): read before the overview it outlines,
+    whose controls are drawn below it. Size, first query and first key, clamped to 0..n-1."""
+    size = view_state(**_zoom_setting(key_prefix, "win", n))
+    starts = [view_state(**_zoom_setting(key_prefix, axis, n, size)) for axis in ("q", "k")]
     return window(n, starts[0], size), window(n, starts[1], size)
+
+
+def _zoom_setting(key_prefix: str, what: str, n: int, size: int = DEFAULT_WINDOW) -> dict:
+    """name, default and validity of the window's size ("win") or first query / key ("q",
+    "k"; an old start past the end is clamped to the last one that fits)."""
+    name = f"{key_prefix}_{what}"
+    if what == "win":
+        return dict(name=name, default=DEFAULT_WINDOW, cast=int, valid=WINDOWS.__contains__)
+    last = n - size
+    current = st.session_state.get("view_" + name, 0)
+    return dict(name=name, default=max(0, min(int(current), last)), cast=int,
+                valid=lambda v: 0 <= v <= last)
+
+
+def _zoom_controls(n: int, key_prefix: str) -> None:
+    """The window's size (buttons: one click, every size in sight) and, in a Position menu,
+    its first query and first key to type or step (a drag on the overview is the usual way
+    there): the menu's inputs are drawn only while it is open, so a view change into the
+    comparison mounts one button for them, not two inputs."""
+    size = view_widget(**_zoom_setting(key_prefix, "win", n), widget=st.segmented_control,
+                       label=t("heatmap.window"), options=WINDOWS, required=True,
+                       help=t("heatmap.window_help"))
+    menu = st.popover(t("heatmap.window_position"), icon=":material/open_with:",
+                      help=t("heatmap.window_position_help"), key=f"{key_prefix}_win_menu",
+                      on_change="rerun")
+    if not menu.open:
+        return
+    with menu:          # a number input steps a whole window per click; any start can be typed
+        for axis in ("q", "k"):
+            setting = _zoom_setting(key_prefix, axis, n, size)
+            view_widget(**setting, widget=st.number_input, label=t(f"heatmap.start_{axis}"),
+                        min_value=0, max_value=n - size, step=size, help=t("heatmap.start_help"))
 
 
 def _zoom_to_brush(chart_key: str, key_prefix: str, n: int) -> None:

@@ -180,10 +180,22 @@ def view_widget(name: str, widget, *, default, cast=int, valid=lambda value: Tru
 
     `widget` is a Streamlit input such as st.selectbox; kwargs go to it. A stored value that
     is no longer valid (fewer heads than before, say) falls back to the default."""
+    view_state(name, default=default, cast=cast, valid=valid)
+    return _keep_in_url(name, widget(key="view_" + name, **kwargs))
+
+
+def view_state(name: str, *, default, cast=int, valid=lambda value: True):
+    """The value of the view control `name` (see view_widget) in a run that does not draw it
+    (yet): read before a chart that needs it, or while it waits inside a closed menu. The
+    session's value (set by the widget, or by an event such as a box dragged on a chart), else
+    the URL's, else the default; kept in the URL."""
     key = "view_" + name
     if key not in st.session_state or not valid(st.session_state[key]):
         st.session_state[key] = view_value(name, default, cast, valid)
-    value = widget(key=key, **kwargs)
+    return _keep_in_url(name, st.session_state[key])
+
+
+def _keep_in_url(name: str, value):
     if st.query_params.get(name) != str(value):   # each write sends the browser the whole URL
         st.query_params[name] = str(value)
     return value
