@@ -42,7 +42,8 @@ def main() -> None:
                 wait_for_app(page, timeout=180_000)
                 page.wait_for_timeout(2000)
                 if chart is not None:  # scroll the main area so that chart's section is on top
-                    page.locator('[data-testid="stVegaLiteChart"]').nth(chart).evaluate(
+                    charts = '[data-testid="stVegaLiteChart"], [data-testid="stMain"] .ae-heatmap'
+                    page.locator(charts).nth(chart).evaluate(
                         "el => el.scrollIntoView({block: 'start'})")
                     page.wait_for_timeout(1000)
                 page.screenshot(path=str(ROOT / "docs" / name))
