@@ -125,8 +125,13 @@ def test_uploaded_q_and_k_stay_when_another_part_is_opened(server, page, tmp_pat
     wait_for_app(page)
     main = page.locator('[data-testid="stMain"]')
     inputs = main.locator('input[type="file"]')
-    inputs.nth(0).set_input_files(str(tmp_path / "q.npy"))
-    inputs.nth(1).set_input_files(str(tmp_path / "k.npy"))
+    # one file at a time: the Q upload's rerun lands before K is set (set at once, on a slow
+    # machine the K upload's rerun once came first and the Q uploader was drawn empty)
+    for i, (name, region) in enumerate((("q", "Q (queries)"), ("k", "K (keys)"))):
+        inputs.nth(i).set_input_files(str(tmp_path / f"{name}.npy"))
+        expect(main.get_by_role("region", name=region).get_by_text(f"{name}.npy")).to_be_visible(
+            timeout=LOAD)
+        wait_for_app(page)
     expect(main.get_by_text("2 head(s), 5 tokens, d_k = 8")).to_be_visible(timeout=LOAD)
     expect(main.locator(".ae-heatmap canvas").first).to_be_visible(timeout=LOAD)
     main.get_by_role("radio", name="Interventions", exact=True).click()
