@@ -178,18 +178,21 @@ def _zoom_window(n: int, key_prefix: str) -> tuple[range, range]:
     """The zoom window's queries and keys, from the state its controls keep (the URL, a box
     dragged on the overview, the controls themselves): read before the overview it outlines,
     whose controls are drawn below it. Size, first query and first key, clamped to 0..n-1."""
-    size = view_state(**_zoom_setting(key_prefix, "win", n))
-    starts = [view_state(**_zoom_setting(key_prefix, axis, n, size)) for axis in ("q", "k")]
+    size = view_state(**_size_setting(key_prefix))
+    starts = [view_state(**_start_setting(key_prefix, axis, n - size)) for axis in ("q", "k")]
     return window(n, starts[0], size), window(n, starts[1], size)
 
 
-def _zoom_setting(key_prefix: str, what: str, n: int, size: int = DEFAULT_WINDOW) -> dict:
-    """name, default and validity of the window's size ("win") or first query / key ("q",
-    "k"; an old start past the end is clamped to the last one that fits)."""
-    name = f"{key_prefix}_{what}"
-    if what == "win":
-        return dict(name=name, default=DEFAULT_WINDOW, cast=int, valid=WINDOWS.__contains__)
-    last = n - size
+def _size_setting(key_prefix: str) -> dict:
+    """URL name, default and validity of the zoom window's size (view_state / view_widget)."""
+    return dict(name=f"{key_prefix}_win", default=DEFAULT_WINDOW, cast=int,
+                valid=WINDOWS.__contains__)
+
+
+def _start_setting(key_prefix: str, axis: str, last: int) -> dict:
+    """The same for its first query or key ("q", "k"), 0..last; a start past `last` (the
+    window grew) is clamped to it."""
+    name = f"{key_prefix}_{axis}"
     current = st.session_state.get("view_" + name, 0)
     return dict(name=name, default=max(0, min(int(current), last)), cast=int,
                 valid=lambda v: 0 <= v <= last)
@@ -200,7 +203,7 @@ def _zoom_controls(n: int, key_prefix: str) -> None:
     its first query and first key to type or step (a drag on the overview is the usual way
     there): the menu's inputs are drawn only while it is open, so a view change into the
     comparison mounts one button for them, not two inputs."""
-    size = view_widget(**_zoom_setting(key_prefix, "win", n), widget=st.segmented_control,
+    size = view_widget(**_size_setting(key_prefix), widget=st.segmented_control,
                        label=t("heatmap.window"), options=WINDOWS, required=True,
                        help=t("heatmap.window_help"))
     menu = st.popover(t("heatmap.window_position"), icon=":material/open_with:",
@@ -210,9 +213,9 @@ def _zoom_controls(n: int, key_prefix: str) -> None:
         return
     with menu:          # a number input steps a whole window per click; any start can be typed
         for axis in ("q", "k"):
-            setting = _zoom_setting(key_prefix, axis, n, size)
-            view_widget(**setting, widget=st.number_input, label=t(f"heatmap.start_{axis}"),
-                        min_value=0, max_value=n - size, step=size, help=t("heatmap.start_help"))
+            view_widget(**_start_setting(key_prefix, axis, n - size), widget=st.number_input,
+                        label=t(f"heatmap.start_{axis}"), min_value=0, max_value=n - size,
+                        step=size, help=t("heatmap.start_help"))
 
 
 def _zoom_to_brush(chart_key: str, key_prefix: str, n: int) -> None:
