@@ -153,8 +153,7 @@ def _blocks(panels: list[dict], axes: BlockAxes, lang: str, size: int) -> dict:
            "size": axes.size}
     layout = {"kind": "blocks", "n": axes.n, "rows": axes.side, "cols": axes.side, **axis,
               "titles": [p["title"] for p in panels], "panel": size,
-              "legends": [p["legend"] is not None for p in panels],
-              "current": [bool(p.get("current")) for p in panels]}
+              "legends": [p["legend"] is not None for p in panels]}
     return {"layout": _layout_key(layout), **layout, "panels": panels, "tip": tip}
 
 
