@@ -146,7 +146,7 @@ def test_long_input_draws_an_overview_image_on_a_canvas(server, page):
     # Another window of the same size: the same canvases (kept), new labels and colours.
     page.evaluate(f"() => {{ document.querySelectorAll('{FIGURES}')[1].querySelector('canvas')"
                   ".__kept = true; }")
-    page.locator('[data-testid="stMain"]').get_by_role("button", name="Position").click()
+    page.locator('[data-testid="stMain"]').get_by_role("button", name="Options").click()
     start = page.get_by_role("spinbutton", name="First query position")
     start.fill("32")
     start.press("Enter")
@@ -185,7 +185,7 @@ def test_dragging_a_box_on_the_overview_moves_the_zoom_window_there(server, page
     q0, q1, k0, k1 = map(int, re.findall(r"\d+", title.inner_text()))
     assert q1 - q0 + 1 == k1 - k0 + 1 == 48                       # the window that holds the box
     assert abs(q0 - 596) <= 8 and abs(k0 - 396) <= 8              # centred on it (4 tokens a px)
-    page.locator('[data-testid="stMain"]').get_by_role("button", name="Position").click()
+    page.locator('[data-testid="stMain"]').get_by_role("button", name="Options").click()
     expect(page.get_by_role("spinbutton", name="First query position")) \
         .to_have_value(str(q0), timeout=UI_TIMEOUT)
     for param in (f"hm_q={q0}", f"hm_k={k0}", "hm_win=48"):
@@ -344,9 +344,10 @@ def test_a_long_inputs_one_download_menu_gives_the_overview_and_the_window(serve
 
 def test_all_heads_frames_the_picked_head_and_a_view_change_keeps_the_bars_widgets(server,
                                                                                  page):
-    """The section's bar (view, head, Download) is the same in every view: a view change
-    keeps its elements (the same DOM nodes, not mounted again), and All heads frames the head
-    picked there, following the picker."""
+    """The section's bar (view, head, Options, Download) is the same in every view: a view
+    change keeps its elements (the same DOM nodes, not mounted again; Options too in the
+    one-row view, which has nothing to set), and All heads frames the head picked there,
+    following the picker."""
     spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(300)), heads=3, seed=2)
     page.goto(f"{server.url}/Heatmap?{urlencode({**spec.to_query(), 'hm_head': '1'})}")
     wait_for_app(page)
@@ -354,14 +355,16 @@ def test_all_heads_frames_the_picked_head_and_a_view_change_keeps_the_bars_widge
     main = page.locator('[data-testid="stMain"]')
     picker = main.get_by_role("combobox", name="Head")
     menu = main.get_by_role("button", name="Download")
-    for node in (picker, menu):
+    options = main.get_by_role("button", name="Options")
+    kept = (picker, menu, options)
+    for node in kept:
         node.evaluate("(el) => { el.__kept = true; }")
     main.get_by_role("radio", name="All heads", exact=True).click()
     framed = page.locator(f"{FIGURES} .ae-current .ae-title")
     expect(framed).to_have_text("Head 1 (picked)", timeout=UI_TIMEOUT)
     expect(page.locator(f"{FIGURES} .ae-panel")).to_have_count(3)
     wait_for_app(page)
-    assert picker.evaluate("(el) => el.__kept") is True and menu.evaluate("(el) => el.__kept")
+    assert all(node.evaluate("(el) => el.__kept") is True for node in kept)
     picker.click()
     page.get_by_role("option", name="Head 2", exact=True).click()
     expect(framed).to_have_text("Head 2 (picked)", timeout=UI_TIMEOUT)
@@ -373,5 +376,9 @@ def test_all_heads_frames_the_picked_head_and_a_view_change_keeps_the_bars_widge
     expect(page.locator(f"{FIGURES} .ae-current")).to_have_count(0, timeout=UI_TIMEOUT)
     wait_for_app(page)
     expect(picker).to_have_value("Head 2")
-    assert picker.evaluate("(el) => el.__kept") is True and menu.evaluate("(el) => el.__kept")
+    main.get_by_role("radio", name="Follow one query", exact=True).click()
+    expect(main.get_by_test_id("stNumberInput")).to_have_count(1, timeout=UI_TIMEOUT)
+    wait_for_app(page)
+    expect(options).to_be_enabled()
+    assert [node.evaluate("(el) => el.__kept") for node in kept] == [True] * 3
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)

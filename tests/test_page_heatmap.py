@@ -100,7 +100,7 @@ def test_moving_the_zoom_recomputes_and_repools_nothing(monkeypatch):
     monkeypatch.setattr(view, "pooled_matrices", lambda *args: pools.append(args) or real(*args))
     spec = AttentionSpec(tokens=tuple(f"z{i}" for i in range(700)), heads=2, seed=11)
     at = open_page(spec)
-    at.session_state["hm_win_menu"] = True                       # the Position menu, opened
+    at.session_state["hm_opts"] = True                           # the Options menu, opened
     at.run()
     for q, k in ((100, 40), (300, 600), (684, 0)):
         at.number_input(key="view_hm_q").set_value(q).run()
@@ -247,10 +247,10 @@ def test_all_heads_grid_of_a_long_input_is_one_image_per_head_on_one_scale():
     assert not main_data(at)                                    # on the canvas, not Vega
     (grid,) = figures(at)
     assert grid["kind"] == "blocks" and grid["brush"] is False and grid["n"] == 600
-    # the bar keeps the head picker and the Download menu in every view (a view change then
-    # mounts neither again); the picked head is framed and its title says so
+    # the bar keeps the head picker, Options and Download menus in every view (a view change
+    # then mounts none of them again); the picked head is framed and its title says so
     assert at.selectbox(key="view_hm_head").value == 2 and [
-        p.proto.popover.label for p in at.main.get("popover")] == ["Download"]
+        p.proto.popover.label for p in at.main.get("popover")] == ["Options", "Download"]
     assert [p["title"] for p in grid["panels"]] == [
         f"Head {h}" + (" (picked)" if h == 2 else "") for h in range(6)]
     assert [p["current"] for p in grid["panels"]] == [h == 2 for h in range(6)]
@@ -289,8 +289,8 @@ def test_up_to_256_tokens_the_overview_has_a_pixel_per_cell_and_no_pooling():
 def test_zoom_and_pooling_choice_are_widgets_kept_in_the_url():
     spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(300)), heads=1)
     at = open_page(spec)
-    assert not at.main.get("number_input")          # the starts wait in the closed Position menu
-    at.session_state["hm_win_menu"] = True
+    assert not at.main.get("number_input")          # the starts wait in the closed Options menu
+    at.session_state["hm_opts"] = True
     at.run()
     at.number_input(key="view_hm_q").set_value(50).run()
     at.segmented_control(key="view_hm_pool").set_value("mean").run()
@@ -311,6 +311,66 @@ def test_zoom_and_pooling_choice_are_widgets_kept_in_the_url():
         np.testing.assert_allclose(images["weight"][bq, bk], colour, atol=1)
     (zoom,) = cells(at)
     assert set(zoom["query_pos"]) == set(range(50, 50 + DEFAULT_WINDOW))
+
+
+def popover(at: AppTest, key: str):
+    """The popover (menu) element of the main area labelled by the locale key `key`."""
+    (menu,) = [p for p in at.main.get("popover")
+               if p.proto.popover.label == translate("en", key)]
+    return menu
+
+
+def test_the_options_menu_holds_the_comparison_settings_and_keeps_them_closed():
+    """Closed, the Options menu draws none of its widgets (a view change mounts one button);
+    opened, it holds the colour-scale toggle, block value, window size and both starts; a
+    setting made there stays when it closes (session and URL)."""
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(300)), heads=1)
+    at = open_page(spec)
+    assert not at.exception
+    assert [c.key for c in at.main.get("segmented_control")] == ["view_hm_view"]
+    assert not at.main.get("toggle") and not at.main.get("number_input")
+    at.session_state["hm_opts"] = True
+    at.run()
+    menu = popover(at, "heatmap.options")
+    assert [c.key for c in menu.get("toggle")] == ["view_hm_shared"]
+    assert [c.key for c in menu.get("segmented_control")] == ["view_hm_pool", "view_hm_win"]
+    assert [c.key for c in menu.get("number_input")] == ["view_hm_q", "view_hm_k"]
+    at.toggle(key="view_hm_shared").set_value(False).run()
+    at.session_state["hm_opts"] = False                       # closed again
+    at.run()
+    assert not at.exception and not at.main.get("toggle")
+    assert at.query_params["hm_shared"] == "False"
+    # Each panel on its own colour scale: the scaled panel's blocks reach its own maximum.
+    a = analyze(spec)
+    w = a.scaled.weights[0]
+    images, _ = overview(at)
+    means = w.reshape(150, 2, 150, 2).amax(dim=(1, 3))
+    for bq, bk in [(0, 0), (75, 10), (149, 149)]:
+        colour = colorize(np.array([[float(means[bq, bk])]]), (0.0, float(w.max())), "blues")
+        np.testing.assert_allclose(images["weight"][bq, bk], colour[0, 0], atol=1)
+
+
+@pytest.mark.parametrize("view, n, why", [("compare", 3, None), ("compare", 300, None),
+                                          ("row", 300, "row"), ("grid", 3, "grid"),
+                                          ("grid", 300, None)])
+def test_the_options_menu_says_so_where_a_view_has_no_settings(view, n, why):
+    """The comparison always has its colour scale; All heads a block value only once its
+    images pool cells (past 128 tokens for one head); the one-row view has nothing. The
+    menu stays the same enabled button in every view (disabled, it would be another widget
+    to mount); opened where there is nothing to set, it says why."""
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(n)), heads=1)
+    at = open_page(spec, hm_view=view)
+    assert not at.exception and not popover(at, "heatmap.options").proto.popover.disabled
+    at.session_state["hm_opts"] = True
+    at.run()
+    menu = popover(at, "heatmap.options")
+    widgets = menu.get("toggle") + menu.get("segmented_control") + menu.get("number_input")
+    captions = [c.value for c in menu.get("caption")]
+    assert not at.exception
+    if why is None:
+        assert widgets and not captions
+    else:
+        assert not widgets and captions == [translate("en", f"heatmap.options_none_{why}")]
 
 
 def test_bad_input_shows_an_error_and_no_exception():

@@ -31,7 +31,7 @@ from .chart import show
 from .explain import explanation
 from .export import ChartFiles, download_menu, download_popover
 from .prefetch import prefetch
-from .state import flag, view_state, view_widget
+from .state import flag, menu_setting, view_state, view_widget
 from .text import lang, t
 
 DETAIL_MAX = 64        # up to this many tokens every cell is drawn (3 x 4096 rects at most)
@@ -93,52 +93,73 @@ def draw_spec_heatmap(spec: AttentionSpec, key_prefix: str = "hm") -> None:
     draw_heatmap(cache.analysis(spec), key_prefix)     # a spinner only while it computes
 
 
+def options_menu(key_prefix: str = "hm"):
+    """A view's Options menu (one colour scale, block value, the zoom window's size and
+    start), filled by the view with its settings only while it is open (state.menu_setting):
+    a closed menu is one button, so a view change mounts none of them. Never disabled where
+    a view has no settings: that is another widget to Streamlit, mounted again; it says so."""
+    return st.popover(t("heatmap.options"), icon=":material/tune:", key=f"{key_prefix}_opts",
+                      help=t("heatmap.options_help"), on_change="rerun")
+
+
+def _no_options(options, why: str) -> None:
+    """In a view without settings, an open Options menu says why (locale key `why`)."""
+    if options is not None and options.open:
+        options.caption(t(why))
+
+
 def draw_heatmap(analysis: Analysis, key_prefix: str = "hm") -> None:
-    """The whole heatmap section: a top bar of view picker, head picker and Download menu,
-    then the chosen view. The bar is the same three widgets in every view (All heads marks
-    the picked head), so a view change mounts none of them again: mounting a widget costs
-    the browser more than drawing it again (README, "Performance")."""
+    """The whole heatmap section: a top bar of view picker, head picker, Options and Download
+    menus, then the chosen view. The bar is the same four widgets in every view (All heads
+    marks the picked head), so a view change mounts none of them again: mounting a widget
+    costs the browser more than drawing it again (README, "Performance")."""
     with controls_row():
         view = view_picker(key_prefix)
         head = head_picker(analysis, key_prefix)
+        options = options_menu(key_prefix)
         menu = download_popover(f"{key_prefix}_dl")     # filled by the view, while open
     draw = {"grid": draw_heads_grid, "row": draw_row_follow}.get(view, draw_comparison)
-    draw(analysis, head, key_prefix, menu=menu)
+    draw(analysis, head, key_prefix, menu=menu, options=options)
 
 
 # ---- scaled | unscaled | difference ---------------------------------------------------------
 
-def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm", menu=None) -> None:
+def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm", menu=None,
+                    options=None) -> None:
     """Scaled and unscaled attention of one head with one colour scale, and their difference.
 
     Up to DETAIL_MAX tokens every cell is drawn; beyond, an overview image per panel (one
     pixel per cell up to OVERVIEW_BLOCKS tokens, pooled blocks past that) plus a zoom window
-    drawn cell by cell, with labels and tooltips, and one Download menu for both: `menu` (a
-    download_popover above) or one of its own under the charts."""
+    drawn cell by cell, with labels and tooltips. Its settings go in `options` (an
+    options_menu above) and its files in `menu` (a download_popover), or in menus of its own
+    above and under the charts."""
     n = analysis.n
     blocks = blocks_for(n, OVERVIEW_BLOCKS) if n > DETAIL_MAX else None
-    with controls_row("center" if blocks is None else "bottom"):
-        if blocks is None:     # the long view's notice says what hovering a cell shows
-            st.caption(t("heatmap.compare_caption"), width="stretch")
-        how = _pool_picker(key_prefix, blocks)
-        shared = view_widget(f"{key_prefix}_shared", st.toggle, default=True, cast=flag,
-                             label=t("heatmap.shared"), help=t("heatmap.shared_help"))
+    caption = t("heatmap.compare_caption")  # the long view's notice says what hovering shows
+    if options is None:                     # no section bar above: a menu of its own
+        with controls_row("center"):
+            if blocks is None:
+                st.caption(caption, width="stretch")
+            options = options_menu(key_prefix)
+    elif blocks is None:
+        st.caption(caption)
+    shared = menu_setting(options, f"{key_prefix}_shared", st.toggle, default=True, cast=flag,
+                          label=t("heatmap.shared"), help=t("heatmap.shared_help"))
+    how = _pool_picker(key_prefix, blocks, options)
     if blocks is None:
         cells = _draw_cells(analysis, head, range(n), range(n), key_prefix, shared)
         download_menu([cells], key=f"{key_prefix}_dl_cells", menu=menu)
         return
     _pooled_notice(n, blocks, how, "hint_zoom")
-    queries, keys = _zoom_window(n, key_prefix)        # its controls come below the overview
+    queries, keys = _zoom_window(n, key_prefix, options)
     box = (queries.start, queries.stop, keys.start, keys.stop)
     images = _images(analysis, (head,), OVERVIEW_BLOCKS, how, shared)
     axes = charts.block_axes(blocks, how)
     chart_key = f"{key_prefix}_overview"
     figure_view(overview_figure(images, axes, lang(), box=box, shared=shared), key=chart_key,
                 brush=partial(_zoom_to_brush, chart_key, key_prefix, n))
-    with controls_row():
-        st.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
-                       k0=keys.start, k1=keys.stop - 1))
-        _zoom_controls(n, key_prefix)
+    st.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
+                   k0=keys.start, k1=keys.stop - 1))
     cells = _draw_cells(analysis, head, queries, keys, key_prefix, shared)
     overview = ChartFiles(
         lambda: charts.overview_chart(images, axes, lang(), box=box, shared=shared),
@@ -174,48 +195,25 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
                       name, table, csv_key=f"{key_prefix}_csv_cells")
 
 
-def _zoom_window(n: int, key_prefix: str) -> tuple[range, range]:
-    """The zoom window's queries and keys, from the state its controls keep (the URL, a box
-    dragged on the overview, the controls themselves): read before the overview it outlines,
-    whose controls are drawn below it. Size, first query and first key, clamped to 0..n-1."""
-    size = view_state(**_size_setting(key_prefix))
-    starts = [view_state(**_start_setting(key_prefix, axis, n - size)) for axis in ("q", "k")]
+def _zoom_window(n: int, key_prefix: str, options) -> tuple[range, range]:
+    """The zoom window's queries and keys: its size (buttons) and first query and key (typed,
+    or stepped a window at a time) in the Options menu, or a box dragged on the overview;
+    kept in the URL, clamped to 0..n-1. A start past the last window (the window grew) is
+    clamped to it."""
+    size = menu_setting(options, f"{key_prefix}_win", st.segmented_control,
+                        default=DEFAULT_WINDOW, cast=int, valid=WINDOWS.__contains__,
+                        label=t("heatmap.window"), options=WINDOWS, required=True,
+                        help=t("heatmap.window_help"))
+    last = n - size
+    starts = []
+    for axis in ("q", "k"):
+        name = f"{key_prefix}_{axis}"
+        current = st.session_state.get("view_" + name, 0)
+        starts.append(menu_setting(
+            options, name, st.number_input, default=max(0, min(int(current), last)), cast=int,
+            valid=lambda v: 0 <= v <= last, label=t(f"heatmap.start_{axis}"), min_value=0,
+            max_value=last, step=size, help=t("heatmap.start_help")))
     return window(n, starts[0], size), window(n, starts[1], size)
-
-
-def _size_setting(key_prefix: str) -> dict:
-    """URL name, default and validity of the zoom window's size (view_state / view_widget)."""
-    return dict(name=f"{key_prefix}_win", default=DEFAULT_WINDOW, cast=int,
-                valid=WINDOWS.__contains__)
-
-
-def _start_setting(key_prefix: str, axis: str, last: int) -> dict:
-    """The same for its first query or key ("q", "k"), 0..last; a start past `last` (the
-    window grew) is clamped to it."""
-    name = f"{key_prefix}_{axis}"
-    current = st.session_state.get("view_" + name, 0)
-    return dict(name=name, default=max(0, min(int(current), last)), cast=int,
-                valid=lambda v: 0 <= v <= last)
-
-
-def _zoom_controls(n: int, key_prefix: str) -> None:
-    """The window's size (buttons: one click, every size in sight) and, in a Position menu,
-    its first query and first key to type or step (a drag on the overview is the usual way
-    there): the menu's inputs are drawn only while it is open, so a view change into the
-    comparison mounts one button for them, not two inputs."""
-    size = view_widget(**_size_setting(key_prefix), widget=st.segmented_control,
-                       label=t("heatmap.window"), options=WINDOWS, required=True,
-                       help=t("heatmap.window_help"))
-    menu = st.popover(t("heatmap.window_position"), icon=":material/open_with:",
-                      help=t("heatmap.window_position_help"), key=f"{key_prefix}_win_menu",
-                      on_change="rerun")
-    if not menu.open:
-        return
-    with menu:          # a number input steps a whole window per click; any start can be typed
-        for axis in ("q", "k"):
-            view_widget(**_start_setting(key_prefix, axis, n - size), widget=st.number_input,
-                        label=t(f"heatmap.start_{axis}"), min_value=0, max_value=n - size,
-                        step=size, help=t("heatmap.start_help"))
 
 
 def _zoom_to_brush(chart_key: str, key_prefix: str, n: int) -> None:
@@ -229,15 +227,16 @@ def _zoom_to_brush(chart_key: str, key_prefix: str, n: int) -> None:
         st.session_state[f"view_{key_prefix}_k"] = keys.start
 
 
-def _pool_picker(key_prefix: str, blocks) -> str:
-    """Block max or block mean for pooled views, kept in the URL as `<prefix>_pool`; no
-    picker (max) where there is nothing to pool: no blocks, or blocks of one cell."""
+def _pool_picker(key_prefix: str, blocks, options) -> str:
+    """Block max or block mean for pooled views, in the Options menu and kept in the URL as
+    `<prefix>_pool`; no picker (max) where there is nothing to pool: no blocks, or blocks of
+    one cell."""
     if blocks is None or blocks.size == 1:
         return "max"
-    return view_widget(f"{key_prefix}_pool", st.segmented_control, default="max", cast=str,
-                       valid=HOWS.__contains__, label=t("heatmap.pool"), options=HOWS,
-                       required=True, format_func=lambda h: t(f"heatmap.pooled_{h}"),
-                       help=t("heatmap.pool_help"))
+    return menu_setting(options, f"{key_prefix}_pool", st.segmented_control, default="max",
+                        cast=str, valid=HOWS.__contains__, label=t("heatmap.pool"),
+                        options=HOWS, required=True, help=t("heatmap.pool_help"),
+                        format_func=lambda h: t(f"heatmap.pooled_{h}"))
 
 
 def _pooled_notice(n: int, blocks, how: str, hint: str) -> None:
@@ -256,22 +255,31 @@ def _pooled_notice(n: int, blocks, how: str, hint: str) -> None:
 
 # ---- all heads --------------------------------------------------------------------------------
 
+def _grid_blocks(analysis: Analysis):
+    """The blocks of the all-heads images, or None while the grid is drawn cell by cell."""
+    cells = analysis.n <= math.isqrt(GRID_ROWS // analysis.heads)
+    return None if cells else blocks_for(analysis.n, GRID_BLOCKS)
+
+
 def draw_heads_grid(analysis: Analysis, head: int | None = None, key_prefix: str = "hm",
-                    menu=None) -> None:
+                    menu=None, options=None) -> None:
     """Every head side by side with one colour scale, the picked `head` marked: cell by cell
     while small (Vega), else one image per head on the canvas (pooled past GRID_BLOCKS
-    tokens; by Vega for its PNG and SVG). Its Download menu: `menu` or one of its own."""
+    tokens; by Vega for its PNG and SVG). Its block value goes in `options` (an
+    options_menu above, or one of its own), its files in `menu` (or a menu of its own)."""
     heads, n = analysis.heads, analysis.n
     columns = min(4, heads)
-    cells = n <= math.isqrt(GRID_ROWS // heads)
-    blocks = None if cells else blocks_for(n, GRID_BLOCKS)
-    with controls_row(spread=False):
-        value = view_widget(f"{key_prefix}_grid", st.segmented_control, default="weight",
-                            cast=str, valid=charts.VALUES.__contains__,
-                            label=t("heatmap.grid_value"), options=charts.VALUES, required=True,
-                            format_func=lambda v: t(f"heatmap.panel_{v}"))
-        how = _pool_picker(key_prefix, blocks)
-    if cells:
+    blocks = _grid_blocks(analysis)
+    value = view_widget(f"{key_prefix}_grid", st.segmented_control, default="weight",
+                        cast=str, valid=charts.VALUES.__contains__,
+                        label=t("heatmap.grid_value"), options=charts.VALUES, required=True,
+                        format_func=lambda v: t(f"heatmap.panel_{v}"))
+    if blocks is None or blocks.size == 1:
+        _no_options(options, "heatmap.options_none_grid")
+    elif options is None:
+        options = options_menu(key_prefix)
+    how = _pool_picker(key_prefix, blocks, options)
+    if blocks is None:
         axes = charts.cell_axes(analysis.tokens, range(n), range(n))
         st.caption(t("heatmap.grid_caption", heads=heads))
         chart = charts.heads_grid_chart(frames.cells(analysis), axes, value, lang(), columns,
@@ -292,9 +300,11 @@ def draw_heads_grid(analysis: Analysis, head: int | None = None, key_prefix: str
 
 # ---- one query row ------------------------------------------------------------------------------
 
-def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm", menu=None) -> None:
+def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm", menu=None,
+                    options=None) -> None:
     """Pick a query token; its attention over every key, scaled vs unscaled. Its Download
-    menu: `menu` or one of its own."""
+    menu: `menu` or one of its own. Nothing to set in an Options menu (`options`)."""
+    _no_options(options, "heatmap.options_none_row")
     tokens, n = analysis.tokens, analysis.n
     row = _row_picker(tokens, key_prefix)
     shown = [(name, fmt, variant) for name, fmt in SHOWN_ROW_METRICS

@@ -195,6 +195,16 @@ def view_state(name: str, *, default, cast=int, valid=lambda value: True):
     return _keep_in_url(name, st.session_state[key])
 
 
+def menu_setting(menu, name: str, widget, *, default, cast=int, valid=lambda value: True,
+                 **kwargs):
+    """A view control kept in a lazy menu (a keyed st.popover): its widget, drawn in the menu,
+    while the menu is open; else its value as view_state keeps it."""
+    if not menu.open:
+        return view_state(name, default=default, cast=cast, valid=valid)
+    with menu:
+        return view_widget(name, widget, default=default, cast=cast, valid=valid, **kwargs)
+
+
 def _keep_in_url(name: str, value):
     if st.query_params.get(name) != str(value):   # each write sends the browser the whole URL
         st.query_params[name] = str(value)
