@@ -88,6 +88,37 @@ def test_comparison_shows_the_picked_head(page, own_weights):
     assert torch.allclose(got.view(9, 9), own_weights[3, 7].double(), atol=5e-5 + 1e-9, rtol=0)
 
 
+def test_one_bar_holds_the_pickers_options_and_every_chart_download(own_weights):
+    """Under the grid, one bar: layer and head pickers, an Options menu (the comparison's
+    colour scale) and one Download menu with the comparison's, the rollout's and the norms'
+    files, each under its heading, for the picked layer and head; both menus drawn closed."""
+    from attention.i18n import translate
+
+    at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained"),
+                         mh_layer="3", mh_head="7")
+    menus = {p.proto.popover.label: p for p in at.main.get("popover")}
+    assert list(menus) == ["Options", "Download"] and not at.main.get("download_button")
+    assert not at.main.get("toggle")
+    at.session_state["mh_dl"] = True
+    at.run()
+    menu = {p.proto.popover.label: p for p in at.main.get("popover")}["Download"]
+    assert [c.value for c in menu.get("caption")] == [
+        translate("en", key) for key in ("heatmap.download_comparison", "model.download_rollout",
+                                         "model.download_norms")]
+    names = [b.proto.id for b in menu.get("download_button")]
+    assert len(names) == 9 and "model_rollout_l3" in names[4] and "model_norms_l3_h7" in names[7]
+    # Options: one colour scale off gives the scaled panel a legend of its own, to its max.
+    comparison = lambda: next(f for f in figures(at)                    # noqa: E731
+                              if f["kind"] == "cells" and len(f["panels"]) == 3)
+    assert comparison()["panels"][0]["legend"] is None                 # shared: one legend
+    at.session_state["mh_opts"] = True
+    at.run()
+    at.toggle(key="view_mh_shared").set_value(False).run()
+    assert not at.exception and at.query_params["mh_shared"] == "False"
+    ticks = [float(label) for _, label in comparison()["panels"][0]["legend"]["ticks"]]
+    assert ticks[-1] <= own_weights[3, 7].max().item() + 1e-6
+
+
 @pytest.fixture(scope="module")
 def table_page():
     spec = AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained")

@@ -148,7 +148,8 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm", menu=
     how = _pool_picker(key_prefix, blocks, options)
     if blocks is None:
         cells = _draw_cells(analysis, head, range(n), range(n), key_prefix, shared)
-        download_menu([cells], key=f"{key_prefix}_dl_cells", menu=menu)
+        download_menu([replace(cells, heading=t("heatmap.download_comparison"))],
+                      key=f"{key_prefix}_dl_cells", menu=menu)
         return
     _pooled_notice(n, blocks, how, "hint_zoom")
     queries, keys = _zoom_window(n, key_prefix, options)

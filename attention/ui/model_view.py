@@ -22,9 +22,9 @@ from . import cache
 from . import model as cached
 from .canvas import figure_view, pick
 from .chart import show
-from .heatmap_view import PICKER_PX, controls_row, draw_comparison
+from .heatmap_view import PICKER_PX, controls_row, draw_comparison, options_menu
 from .explain import explanation
-from .export import chart_buttons, csv_button
+from .export import ChartFiles, chart_buttons, csv_button, download_menu, download_popover
 from .intervene_view import draw_interventions
 from .state import view_widget
 from .text import lang, message, t
@@ -122,7 +122,10 @@ def draw_heads(spec, source: str) -> None:
     loaded, report = loaded_report
     real = spec.source == "pretrained"
     grid_slot = st.container()        # the grid shows above the pickers but needs their value
-    layer, head = pick_head(loaded.layers, loaded.heads)
+    with controls_row(spread=False):  # the section's bar: pickers, Options, one Download menu
+        layer, head = pick_head(loaded.layers, loaded.heads)
+        options = options_menu(PREFIX)
+        menu = download_popover(f"{PREFIX}_dl")
     with grid_slot:
         draw_grid(report, cached.grid(source, spec.model_text, spec.hide_sinks), (layer, head),
                   hidden=spec.hide_sinks)
@@ -131,10 +134,10 @@ def draw_heads(spec, source: str) -> None:
     # the model's own settings: its mask, temperature 1
     analysis = cache.analysis(replace(spec, source="pretrained", model=spec.model if real
                                       else "", layer=layer, causal=False, temperature=1.0))
-    draw_comparison(analysis, head, key_prefix=PREFIX)
-    draw_rollout(report, layer)
+    draw_comparison(analysis, head, key_prefix=PREFIX, menu=menu, options=options)
+    draw_rollout(report, layer, menu)
     if report.has_values:
-        draw_value_weighted(source, spec.model_text, report.tokens, layer, head)
+        draw_value_weighted(source, spec.model_text, report.tokens, layer, head, menu)
     else:
         st.info(t("model.value_unknown"), icon=":material/info:")
 
@@ -174,13 +177,12 @@ def draw_grid(report, figure: bytes, current: tuple[int, int], hidden: bool = Fa
 
 def pick_head(layers: int, heads: int) -> tuple[int, int]:
     """Layer and head pickers, kept in the URL as ?mh_layer=&mh_head=."""
-    with controls_row(spread=False):
-        layer = view_widget(LAYER_VIEW, st.selectbox, default=0, cast=int,
-                            valid=lambda v: v in range(layers), label=t("model.layer"),
-                            options=range(layers), width=PICKER_PX)
-        head = view_widget(HEAD_VIEW, st.selectbox, default=0, cast=int,
-                           valid=lambda v: v in range(heads), label=t("model.head"),
-                           options=range(heads), width=PICKER_PX)
+    layer = view_widget(LAYER_VIEW, st.selectbox, default=0, cast=int,
+                        valid=lambda v: v in range(layers), label=t("model.layer"),
+                        options=range(layers), width=PICKER_PX)
+    head = view_widget(HEAD_VIEW, st.selectbox, default=0, cast=int,
+                       valid=lambda v: v in range(heads), label=t("model.head"),
+                       options=range(heads), width=PICKER_PX)
     return layer, head
 
 
@@ -214,7 +216,9 @@ def draw_table(report) -> None:
     chart_buttons(chart, f"model_{stat}")
 
 
-def draw_rollout(report, layer: int) -> None:
+def draw_rollout(report, layer: int, menu=None) -> None:
+    """The layer's attention rollout; its files in `menu` (the section's Download menu) or
+    in one of its own."""
     st.subheader(t("model.rollout_title", layer=layer))
     st.caption(t("model.rollout_help"))
     if report.is_causal:
@@ -223,9 +227,10 @@ def draw_rollout(report, layer: int) -> None:
     figure_view(matrix_figure(rollout, tokens, lang(), title=title, scheme="purples",
                               size=_matrix_px(len(tokens), 720)), key=f"{PREFIX}_rollout")
     frame = lambda: charts.matrix_frame(rollout, tokens)                     # noqa: E731
-    chart_buttons(lambda: charts.matrix_chart(frame(), tokens, lang(), value_title=title,
-                                              scheme="purples"),
-                  f"model_rollout_l{layer}", frame, key=f"{PREFIX}_dl_rollout")
+    files = ChartFiles(lambda: charts.matrix_chart(frame(), tokens, lang(), value_title=title,
+                                                   scheme="purples"),
+                       f"model_rollout_l{layer}", frame, heading=t("model.download_rollout"))
+    download_menu([files], key=f"{PREFIX}_dl_rollout", menu=menu)
 
 
 def _matrix_px(n: int, most: int) -> int:
@@ -234,9 +239,9 @@ def _matrix_px(n: int, most: int) -> int:
 
 
 def draw_value_weighted(source: str, text: str, tokens: tuple[str, ...], layer: int,
-                        head: int) -> None:
+                        head: int, menu=None) -> None:
     """Raw weights beside ||alpha_ij f(x_j)|| (one figure, two panels: a cell's tooltip gives
-    both), and ||f(x_j)|| per key."""
+    both), and ||f(x_j)|| per key; its files in `menu` or in one of its own."""
     st.subheader(t("model.value_title", layer=layer, head=head))
     st.caption(t("model.value_help"))
     alpha, norms, f_norm = cached.value_weighted(source, text, layer, head)
@@ -246,8 +251,9 @@ def draw_value_weighted(source: str, text: str, tokens: tuple[str, ...], layer: 
                 key=f"{PREFIX}_value")
     frame = charts.norm_frame(f_norm, alpha.mean(dim=0), tokens)
     figure_view(charts.norm_figure(frame, lang()), key=f"{PREFIX}_norms")
-    chart_buttons(lambda: charts.norm_chart(frame, tokens, lang()),
-                  f"model_norms_l{layer}_h{head}", frame, key=f"{PREFIX}_dl_norms")
+    files = ChartFiles(lambda: charts.norm_chart(frame, tokens, lang()),
+                       f"model_norms_l{layer}_h{head}", frame, heading=t("model.download_norms"))
+    download_menu([files], key=f"{PREFIX}_dl_norms", menu=menu)
 
 
 def draw_explanations() -> None:
