@@ -27,8 +27,7 @@ before it dispatches a click, about 40 ms on every page, do not count) until the
 starts (the page's, or only its fragment's) is done, no skeleton is left and every chart in the
 main area has drawn (bench/cold_link.py's probe). `--clicks --app=DIR` measures the app of
 another checkout with this bench. A head change on the Heatmap at n = 16 and 2,048, a change of
-the zoom window's size at 2,048 in the Options menu, opened first (a new layout: the canvas
-figure builds its elements again),
+the zoom window's size at 2,048 (a new layout: the canvas figure builds its elements again),
 of the followed query in the one-row view (a step of its position input), and of the view
 (comparison <-> one row: one section replaced by another), and a layer or head change on
 Model heads, each against the same kind of click on a bare page with that one picker and one
@@ -160,10 +159,8 @@ def run() -> list[dict]:
 HEAD_PICKER = ("Head", ("Head 1", "Head 2"))
 VIEW_BUTTONS = "buttons"   # a CLICKS label: the options are a segmented control's buttons (radios)
 STEPS = "steps:"           # a CLICKS label prefix: a number input's step buttons, "+" and "-"
-MENU = "menu:"             # a CLICKS label prefix: buttons in the main area's menu of that name,
-                           # opened once before the clicks (it stays open across reruns)
 CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048": HEAD_PICKER,
-          "heatmap n=2048, zoom window size": (MENU + "Options", ("24", "16")),   # buttons too
+          "heatmap n=2048, zoom window size": (VIEW_BUTTONS, ("24", "16")),   # buttons too
           # past 256 tokens the query row is a number input: its step buttons
           "heatmap n=2048, query row": (STEPS + "Query position", ("+", "-")),
           # a view change: the view picker's buttons (a segmented control, not a combobox)
@@ -180,7 +177,7 @@ def same_click(name: str) -> str:
     segmented control's button (a pick there costs the browser less: no list to close) or a
     number input's step."""
     label = CLICKS[name][0]
-    return ("bare page, buttons" if label == VIEW_BUTTONS or label.startswith(MENU) else
+    return ("bare page, buttons" if label == VIEW_BUTTONS else
             "bare page, steps" if label.startswith(STEPS) else "bare page")
 
 
@@ -225,9 +222,6 @@ def pick(page, label: str, option: str, timeout: float = 300_000) -> float:
     main = page.locator('[data-testid="stMain"]')
     if label == VIEW_BUTTONS:
         choice = main.get_by_role("radio", name=option, exact=True)
-    elif label.startswith(MENU):
-        choice = page.get_by_test_id("stPopoverBody").get_by_role("radio", name=option,
-                                                                  exact=True)
     elif label.startswith(STEPS):
         box = main.get_by_test_id("stNumberInput").filter(has_text=label[len(STEPS):])
         choice = box.get_by_test_id("stNumberInputStep" + ("Up" if option == "+" else "Down"))
@@ -251,14 +245,6 @@ def pick(page, label: str, option: str, timeout: float = 300_000) -> float:
     return clicked.json_value()
 
 
-def ready(page, label: str) -> None:
-    """Wait until the page has first drawn; open the menu whose buttons `label` clicks."""
-    page.wait_for_function("() => window.__done !== undefined", timeout=600_000, polling=50)
-    if label.startswith(MENU):
-        page.get_by_test_id("stMain").get_by_role("button", name=label[len(MENU):]).click()
-        page.get_by_test_id("stPopoverBody").get_by_role("radio").first.wait_for()
-
-
 def click_times(browser, url: str, label: str, options: tuple[str, str],
                 clicks: int) -> list[float]:
     """Click-to-chart ms of `clicks` alternating choices on one warm page (after one warm-up)."""
@@ -269,7 +255,7 @@ def click_times(browser, url: str, label: str, options: tuple[str, str],
     try:
         page = context.new_page()
         page.goto(url)
-        ready(page, label)
+        page.wait_for_function("() => window.__done !== undefined", timeout=600_000, polling=50)
         return [pick(page, label, options[r % 2], timeout=120_000)
                 for r in range(clicks + 1)][1:]                  # the first click warms up
     finally:

@@ -73,7 +73,7 @@ CLICKS_PER_PAGE = 4
 
 def count_clicks(browser, url: str, label: str, options: tuple[str, str]) -> list[dict]:
     """{commits, renders, by} of CLICKS_PER_PAGE alternating choices, after two warm-ups."""
-    from bench.browser_heatmap import RUNS, pick, ready
+    from bench.browser_heatmap import RUNS, pick
     from bench.cold_link import _context
 
     context = _context(browser)
@@ -82,7 +82,7 @@ def count_clicks(browser, url: str, label: str, options: tuple[str, str]) -> lis
     try:
         page = context.new_page()
         page.goto(url)
-        ready(page, label)
+        page.wait_for_function("() => window.__done !== undefined", timeout=600_000, polling=50)
         for r in range(2):
             pick(page, label, options[r % 2])
         counts = []

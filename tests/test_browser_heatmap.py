@@ -159,6 +159,15 @@ def test_long_input_draws_an_overview_image_on_a_canvas(server, page):
         atol=2))
     assert page.evaluate(f"() => document.querySelectorAll('{FIGURES}')[1]"
                          ".querySelector('canvas').__kept") is True
+    # The zoom's own size buttons: 24 draws queries and keys 32-55, kept in the URL.
+    sizes = zoom.get_by_role("radiogroup", name="Zoom window")
+    expect(sizes.get_by_role("radio", name="16")).to_have_attribute("aria-checked", "true")
+    sizes.get_by_role("radio", name="24").click()
+    expect(zoom.locator(".ae-ylabels .ae-label")).to_have_text([f"w{i}" for i in range(32, 56)],
+                                                               timeout=UI_TIMEOUT)
+    page.wait_for_url(lambda url: "hm_win=24" in url, timeout=UI_TIMEOUT)
+    expect(sizes.get_by_role("radio", name="24")).to_have_attribute("aria-checked", "true")
+    expect(sizes.get_by_role("radio", name="16")).to_have_attribute("aria-checked", "false")
 
 
 def test_dragging_a_box_on_the_overview_moves_the_zoom_window_there(server, page):
@@ -193,6 +202,7 @@ def test_dragging_a_box_on_the_overview_moves_the_zoom_window_there(server, page
     # The zoom window below now labels those positions' tokens (every other one at 48).
     zoom = page.locator(FIGURES).nth(1)
     expect(zoom.locator(".ae-ylabels .ae-label").first).to_have_text(f"w{q0}", timeout=UI_TIMEOUT)
+    expect(zoom.get_by_role("radio", name="48")).to_have_attribute("aria-checked", "true")
 
 
 def _query(url: str) -> dict[str, list[str]]:

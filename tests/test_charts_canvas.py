@@ -20,7 +20,7 @@ from attention.charts.heatmap import NUMBERS_MAX, number_labels
 from attention.pooling import blocks_for, pooled_matrices
 from attention.spec import AttentionSpec
 from attention.headstats import grid_frame, grid_image, grid_labels
-from attention.ui.canvas import parse_brush, parse_pick
+from attention.ui.canvas import parse_brush, parse_pick, parse_size
 from tests.apptest import TIP, figure_cells, figure_images
 
 CAT = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), heads=2, d_k=8,
@@ -312,3 +312,11 @@ def test_an_amended_packed_figure_is_the_figure_with_the_fields_added():
     assert json.loads(amended[8:8 + struct.unpack("<I", amended[4:8])[0]])["current"] == [1, 2]
     with pytest.raises(ValueError):
         amend(b"XXXX" + amended[4:], current=[0, 0])
+
+
+@pytest.mark.parametrize("value, kept", [(24, 24), (64, 64), (20, None), (True, None),
+                                         (24.0, None), ("24", None), (None, None),
+                                         ({"size": 24}, None), (-16, None)])
+def test_a_clicked_size_is_kept_only_when_it_is_one_of_the_windows(value, kept):
+    """Any client can send anything as the size event: only one of the offered sizes counts."""
+    assert parse_size(value, (16, 24, 32, 48, 64)) == kept

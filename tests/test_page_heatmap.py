@@ -108,7 +108,8 @@ def test_moving_the_zoom_recomputes_and_repools_nothing(monkeypatch):
         assert not at.exception
         (zoom,) = cells(at)
         assert zoom["query_pos"].min() == q and zoom["key_pos"].min() == k
-    at.segmented_control(key="view_hm_win").set_value(64).run()
+    at.session_state["view_hm_win"] = 64          # as the zoom's size buttons set it (browser test)
+    at.run()
     assert not at.exception and len(cells(at)[0]) == 64 * 64
     assert analyses == [spec] and len(pools) == 1                # once, on the first run
 
@@ -232,6 +233,8 @@ def test_2048_tokens_draw_an_overview_image_with_a_notice_and_a_zoom_window():
     (figure,) = [f for f in figures(at) if f["kind"] == "cells"]
     assert figure["y"]["labels"] == list(spec.tokens[1000:1016])
     assert figure["x"]["labels"] == list(spec.tokens[990:1006])
+    # Its size buttons are the figure's own, the current size marked (a click: the browser test)
+    assert figure["sizes"]["options"] == [16, 24, 32, 48, 64] and figure["sizes"]["current"] == 16
     alpha = figure_images(figure)["weight"][..., 3]                     # (16, 16)
     allowed = np.array([[990 + j <= 1000 + i for j in range(16)] for i in range(16)])
     assert ((alpha == 255) == allowed).all()
@@ -322,8 +325,9 @@ def popover(at: AppTest, key: str):
 
 def test_the_options_menu_holds_the_comparison_settings_and_keeps_them_closed():
     """Closed, the Options menu draws none of its widgets (a view change mounts one button);
-    opened, it holds the colour-scale toggle, block value, window size and both starts; a
-    setting made there stays when it closes (session and URL)."""
+    opened, it holds the colour-scale toggle, block value and both starts of the zoom window
+    (its size buttons are the zoom figure's own); a setting made there stays when it closes
+    (session and URL)."""
     spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(300)), heads=1)
     at = open_page(spec)
     assert not at.exception
@@ -333,7 +337,7 @@ def test_the_options_menu_holds_the_comparison_settings_and_keeps_them_closed():
     at.run()
     menu = popover(at, "heatmap.options")
     assert [c.key for c in menu.get("toggle")] == ["view_hm_shared"]
-    assert [c.key for c in menu.get("segmented_control")] == ["view_hm_pool", "view_hm_win"]
+    assert [c.key for c in menu.get("segmented_control")] == ["view_hm_pool"]
     assert [c.key for c in menu.get("number_input")] == ["view_hm_q", "view_hm_k"]
     at.toggle(key="view_hm_shared").set_value(False).run()
     at.session_state["hm_opts"] = False                       # closed again

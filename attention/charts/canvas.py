@@ -88,11 +88,13 @@ def _layout_key(parts: dict) -> str:
 
 
 def cells_figure(tips: Mapping[str, np.ndarray], axes: CellAxes, lang: str = "en", *,
-                 shared: bool = True) -> dict:
+                 shared: bool = True, sizes: dict | None = None) -> dict:
     """Scaled | unscaled | difference of one head, cell by cell (tips: frames.window of that
     head over `axes`, each TIP_DIGITS column a (queries, keys) matrix, NaN where masked): one
     pixel a cell, the tokens on the axes, the weights printed in the cells up to NUMBERS_MAX
-    a side, every number of a cell in its tooltip."""
+    a side, every number of a cell in its tooltip. sizes: a zoom window's size buttons above
+    the panels, {"label": str, "help": str, "options": [int, ...], "current": int}; a click on one is sent
+    back as the event "size" (its number)."""
     small = axes.side <= NUMBERS_MAX
     panels = []
     for value in VALUES:
@@ -114,7 +116,7 @@ def cells_figure(tips: Mapping[str, np.ndarray], axes: CellAxes, lang: str = "en
            "digits": TIP_DIGITS,
            "values": {name: _json_values(tips[name], digits)
                       for name, digits in TIP_DIGITS.items()}}
-    return _cells(axes, lang, panels, tip, PANEL)
+    return _cells(axes, lang, panels, tip, PANEL, sizes)
 
 
 def overview_figure(images: dict[str, dict], axes: BlockAxes, lang: str = "en", *,
@@ -191,8 +193,10 @@ def matrices_figure(panels: Sequence[tuple[str, np.ndarray, str, str, str]], tok
     return _cells(axes, lang, drawn, tip, size)
 
 
-def _cells(axes: CellAxes, lang: str, panels: list[dict], tip: dict, size: int) -> dict:
-    """A figure of panels drawn cell by cell over `axes`, the tokens on both axes."""
+def _cells(axes: CellAxes, lang: str, panels: list[dict], tip: dict, size: int,
+           sizes: dict | None = None) -> dict:
+    """A figure of panels drawn cell by cell over `axes`, the tokens on both axes (and
+    cells_figure's size buttons)."""
     axis = {
         "x": {"title": _t(lang, "axis_key"), "labels": [clip_label(t) for t in axes.key_tokens]},
         "y": {"title": _t(lang, "axis_query"),
@@ -201,7 +205,8 @@ def _cells(axes: CellAxes, lang: str, panels: list[dict], tip: dict, size: int) 
     layout = {"kind": "cells", "rows": len(axes.queries), "cols": len(axes.keys),
               "titles": [p["title"] for p in panels], "axis_titles": [axis["x"]["title"],
                                                                      axis["y"]["title"]],
-              "legends": [p["legend"] is not None for p in panels], "panel": size}
+              "legends": [p["legend"] is not None for p in panels], "panel": size,
+              "sizes": sizes}
     # another window of the same size keeps the elements and rewrites only the labels
     return {"layout": _layout_key(layout), "labels_key": _layout_key(axis), **layout, **axis,
             "panels": panels, "tip": tip, "box": None, "brush": False}

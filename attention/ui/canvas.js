@@ -130,10 +130,35 @@ function legendBar(spec, side) {
   return box;
 }
 
+// A zoom window's sizes (cells_figure's `sizes`): a row of radio buttons above the panels, a
+// click sending the event "size" with its number (the rerun then draws that window).
+function sizeButtons(state, sizes) {
+  const row = el("div", "ae-sizes");
+  row.setAttribute("role", "radiogroup");
+  row.setAttribute("aria-label", sizes.label);
+  if (sizes.help) row.title = sizes.help;
+  row.appendChild(el("span", "ae-sizes-label", sizes.label));
+  const buttons = sizes.options.map((option) => {
+    const button = el("button", "ae-size", String(option));
+    button.type = "button";
+    button.setAttribute("role", "radio");
+    button.setAttribute("aria-checked", String(option === sizes.current));
+    button.addEventListener("click", () => {
+      if (button.getAttribute("aria-checked") === "true") return;
+      buttons.forEach((b) => b.setAttribute("aria-checked", String(b === button)));
+      state.setTriggerValue("size", option);
+    });
+    return button;
+  });
+  row.append(...buttons);
+  return row;
+}
+
 // Build the panels' elements for a layout.
 function build(state, data) {
   const { root } = state;
   root.replaceChildren();
+  if (data.sizes) root.appendChild(sizeButtons(state, data.sizes));
   const side = data.panel;
   state.panels = data.panels.map((panel, i) => {
     const box = el("div", panel.current ? "ae-panel ae-current" : "ae-panel");

@@ -8,6 +8,7 @@ one, read once at import.
     figure_view(cells_figure(...), key="hm_cells")
     figure_view(overview_figure(...), key="hm_overview", brush=zoom_to)
     figure_view(grid_figure(...), key="model_grid", pick=open_head)
+    figure_view(cells_figure(..., sizes=...), key="hm_cells", size=resize)
 """
 from __future__ import annotations
 
@@ -28,9 +29,9 @@ _component = st.components.v2.component(
 def figure_view(figure: dict | bytes, *, key: str, width: str = "content",
                 **events: Callable[[], None]) -> None:
     """Draw `figure` (or a figure already packed); width "stretch" for a figure as wide as
-    the column (a row). events: brush=callback (a box dragged on an overview: `brush(key)`)
-    or pick=callback (a head clicked on the grid: `pick(key, layers, heads)`), called before
-    the rerun."""
+    the column (a row). events: brush=callback (a box dragged on an overview: `brush(key)`),
+    pick=callback (a head clicked on the grid: `pick(key, layers, heads)`) or size=callback
+    (a zoom size button: `size(key, allowed)`), called before the rerun."""
     data = figure if isinstance(figure, bytes) else pack(figure)
     _component(data=data, key=key, width=width,
                **{f"on_{event}_change": callback for event, callback in events.items()})
@@ -54,6 +55,17 @@ def parse_pick(value, layers: int, heads: int) -> tuple[int, int] | None:
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (layer, head)):
         return None
     return (layer, head) if 0 <= layer < layers and 0 <= head < heads else None
+
+
+def size(key: str, allowed: tuple[int, ...]) -> int | None:
+    """The size button last clicked on the figure drawn under `key`, or None."""
+    return parse_size(_trigger(key, "size"), allowed)
+
+
+def parse_size(value, allowed: tuple[int, ...]) -> int | None:
+    """A size as the browser sent it, kept only when it is one of `allowed`."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and value in allowed
+    return value if ok else None
 
 
 def brush(key: str) -> dict | None:

@@ -26,7 +26,7 @@ from ..charts.canvas import cells_figure, heads_figure, overview_figure, row_fig
 from ..pooling import HOWS, blocks_for, pooled_cells, pooled_matrices, window, window_from_brush
 from ..spec import AttentionSpec
 from . import cache
-from .canvas import brush, figure_view
+from .canvas import brush, figure_view, size as clicked_size
 from .chart import show
 from .explain import explanation
 from .export import ChartFiles, download_menu, download_popover
@@ -94,8 +94,8 @@ def draw_spec_heatmap(spec: AttentionSpec, key_prefix: str = "hm") -> None:
 
 
 def options_menu(key_prefix: str = "hm"):
-    """A view's Options menu (one colour scale, block value, the zoom window's size and
-    start), filled by the view with its settings only while it is open (state.menu_setting):
+    """A view's Options menu (one colour scale, block value, the zoom window's first query
+    and key), filled by the view with its settings only while it is open (state.menu_setting):
     a closed menu is one button, so a view change mounts none of them. Never disabled where
     a view has no settings: that is another widget to Streamlit, mounted again; it says so."""
     return st.popover(t("heatmap.options"), icon=":material/tune:", key=f"{key_prefix}_opts",
@@ -161,7 +161,7 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm", menu=
                 brush=partial(_zoom_to_brush, chart_key, key_prefix, n))
     st.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
                    k0=keys.start, k1=keys.stop - 1))
-    cells = _draw_cells(analysis, head, queries, keys, key_prefix, shared)
+    cells = _draw_cells(analysis, head, queries, keys, key_prefix, shared, resizable=True)
     overview = ChartFiles(
         lambda: charts.overview_chart(images, axes, lang(), box=box, shared=shared),
         f"{key_prefix}_overview_head{head}_{how}",
@@ -182,13 +182,20 @@ def prefetch_overviews(analysis: Analysis, head: int, how: str, shared: bool) ->
 
 
 def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
-                key_prefix: str, shared: bool) -> ChartFiles:
-    """Every cell of a window of one head, on the canvas; returns its files for a Download
-    menu (PNG/SVG drawn by Vega, and the CSV, made on a click)."""
+                key_prefix: str, shared: bool, resizable: bool = False) -> ChartFiles:
+    """Every cell of a window of one head, on the canvas (a zoom window: `resizable`, with
+    its size buttons above the panels, drawn by the figure itself: a view change into the
+    comparison mounts no widget for them); returns its files for a Download menu (PNG/SVG
+    drawn by Vega, and the CSV, made on a click)."""
     axes = charts.cell_axes(analysis.tokens, queries, keys)
+    chart_key = f"{key_prefix}_cells"
+    sizes = ({"label": t("heatmap.window"), "help": t("heatmap.window_help"),
+              "options": list(WINDOWS),
+              "current": len(queries)} if resizable else None)      # a window is square
     figure = cells_figure(frames.window(analysis, head, queries, keys), axes, lang(),
-                          shared=shared)
-    figure_view(figure, key=f"{key_prefix}_cells")
+                          shared=shared, sizes=sizes)
+    events = {"size": partial(_zoom_to_size, chart_key, key_prefix)} if resizable else {}
+    figure_view(figure, key=chart_key, **events)
     name = (f"{key_prefix}_attention_head{head}_q{queries.start}-{queries.stop - 1}"
             f"_k{keys.start}-{keys.stop - 1}")
     table = lambda: frames.cells(analysis, heads=[head], queries=queries, keys=keys)  # noqa: E731
@@ -197,14 +204,12 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
 
 
 def _zoom_window(n: int, key_prefix: str, options) -> tuple[range, range]:
-    """The zoom window's queries and keys: its size (buttons) and first query and key (typed,
-    or stepped a window at a time) in the Options menu, or a box dragged on the overview;
-    kept in the URL, clamped to 0..n-1. A start past the last window (the window grew) is
-    clamped to it."""
-    size = menu_setting(options, f"{key_prefix}_win", st.segmented_control,
-                        default=DEFAULT_WINDOW, cast=int, valid=WINDOWS.__contains__,
-                        label=t("heatmap.window"), options=WINDOWS, required=True,
-                        help=t("heatmap.window_help"))
+    """The zoom window's queries and keys: its size (the zoom figure's buttons), its first
+    query and key (typed, or stepped a window at a time, in the Options menu), or a box
+    dragged on the overview; kept in the URL, clamped to 0..n-1. A start past the last
+    window (the window grew) is clamped to it."""
+    size = view_state(f"{key_prefix}_win", default=DEFAULT_WINDOW, cast=int,
+                      valid=WINDOWS.__contains__)
     last = n - size
     starts = []
     for axis in ("q", "k"):
@@ -215,6 +220,14 @@ def _zoom_window(n: int, key_prefix: str, options) -> tuple[range, range]:
             valid=lambda v: 0 <= v <= last, label=t(f"heatmap.start_{axis}"), min_value=0,
             max_value=last, step=size, help=t("heatmap.start_help")))
     return window(n, starts[0], size), window(n, starts[1], size)
+
+
+def _zoom_to_size(chart_key: str, key_prefix: str) -> None:
+    """The zoom figure's size event: the size clicked becomes the window's (its starts are
+    clamped to it as the window is read)."""
+    size = clicked_size(chart_key, WINDOWS)                    # None unless one of WINDOWS
+    if size is not None:
+        st.session_state[f"view_{key_prefix}_win"] = size
 
 
 def _zoom_to_brush(chart_key: str, key_prefix: str, n: int) -> None:
