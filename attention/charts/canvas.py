@@ -93,8 +93,8 @@ def cells_figure(tips: Mapping[str, np.ndarray], axes: CellAxes, lang: str = "en
     head over `axes`, each TIP_DIGITS column a (queries, keys) matrix, NaN where masked): one
     pixel a cell, the tokens on the axes, the weights printed in the cells up to NUMBERS_MAX
     a side, every number of a cell in its tooltip. sizes: a zoom window's size buttons above
-    the panels, {"label": str, "help": str, "options": [int, ...], "current": int}; a click on one is sent
-    back as the event "size" (its number)."""
+    the panels, {"label": str, "help": str, "options": [int, ...], "current": int}; a click
+    on one is sent back as the event "size" (its number)."""
     small = axes.side <= NUMBERS_MAX
     panels = []
     for value in VALUES:
