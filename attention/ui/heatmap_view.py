@@ -241,11 +241,17 @@ def _zoom_to_brush(chart_key: str, key_prefix: str, n: int) -> None:
         st.session_state[f"view_{key_prefix}_k"] = keys.start
 
 
+def _pools(blocks) -> bool:
+    """Whether a view's blocks pool cells (so block max or mean is a choice): not without
+    blocks, nor with blocks of one cell."""
+    return blocks is not None and blocks.size > 1
+
+
 def _pool_picker(key_prefix: str, blocks, options) -> str:
     """Block max or block mean for pooled views, in the Options menu and kept in the URL as
     `<prefix>_pool`; no picker (max) where there is nothing to pool: no blocks, or blocks of
     one cell."""
-    if blocks is None or blocks.size == 1:
+    if not _pools(blocks):
         return "max"
     return menu_setting(options, f"{key_prefix}_pool", st.segmented_control, default="max",
                         cast=str, valid=HOWS.__contains__, label=t("heatmap.pool"),
@@ -288,7 +294,7 @@ def draw_heads_grid(analysis: Analysis, head: int | None = None, key_prefix: str
                         cast=str, valid=charts.VALUES.__contains__,
                         label=t("heatmap.grid_value"), options=charts.VALUES, required=True,
                         format_func=lambda v: t(f"heatmap.panel_{v}"))
-    if blocks is None or blocks.size == 1:
+    if not _pools(blocks):
         _no_options(options, "heatmap.options_none_grid")
     elif options is None:
         options = options_menu(key_prefix)
