@@ -15,7 +15,7 @@ from ..spec import AttentionSpec
 from . import cache
 from .chart import show
 from .export import csv_button
-from .heatmap_view import draw_comparison, head_picker
+from .heatmap_view import controls_row, draw_comparison, head_picker, options_menu
 from .state import view_widget
 from .text import lang, message, t
 
@@ -98,8 +98,10 @@ def _draw_qkv(spec: AttentionSpec, typed: str) -> None:
         return
     st.success(t("model.upload_ok_qkv", heads=analysis.heads, n=analysis.n,
                  d_k=analysis.q.shape[-1]), icon=":material/check_circle:")
-    head = head_picker(analysis, key_prefix=PREFIX)
-    draw_comparison(analysis, head, key_prefix=PREFIX)
+    with controls_row(spread=False):          # a bar as the other heatmaps have: head, Options
+        head = head_picker(analysis, key_prefix=PREFIX)
+        options = options_menu(PREFIX)
+    draw_comparison(analysis, head, key_prefix=PREFIX, options=options)
 
 
 def _draw_matrix(spec: AttentionSpec, typed: str) -> None:
