@@ -24,11 +24,11 @@ USER explorer
 # keyed by the code that trains it); if those files are stale, it is trained here once and kept
 # on disk, so a freshly started demo shows it at once either way.
 ENV ATTENTION_EXPLORER_CACHE=/home/explorer/.cache/attention-explorer
-RUN python -m attention.experiment_cache 0
+RUN python -m attention.files.experiment_cache 0
 
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=40s --retries=3 \
   CMD python -c "import urllib.request, sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).status != 200)"
 
-# serve.py = `streamlit run app.py` plus a warm-up thread (imports, model, default results).
-CMD ["python", "serve.py", "--server.port=8501", "--server.address=0.0.0.0"]
+# The app's first page run starts its warm-up (imports, model, default results).
+CMD ["python", "-m", "streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]

@@ -19,10 +19,9 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@
 
-# serve.py = `streamlit run app.py` plus a warm-up thread (imports, the model, the default
-# results); `streamlit run app.py` works too, without the warm-up.
+# The app's first page run starts its warm-up (imports, the model, the default results).
 run: $(VENV)/.runtime
-	$(BIN)/python serve.py
+	$(BIN)/python -m streamlit run app.py
 
 browser:
 	bash scripts/install_chromium.sh

@@ -3,60 +3,9 @@
 Every page, this one included, starts with page_setup(): the shared sidebar holds the input
 and settings, and the URL holds the whole view so any page can be deep-linked.
 """
-import pandas as pd
-import streamlit as st
-
-from attention.ui import cache
-from attention.ui.explain import explanation
-from attention.ui.layout import PAGES, page_setup
-from attention.ui.text import t
+from attention.ui.entry import page_setup
+from attention.ui.views.input import draw_input
 
 page = page_setup("nav.input")
-spec = page.spec
-st.markdown(t("input.intro"))
-
-with st.spinner(t("common.computing")):
-    analysis = cache.analysis(spec)
-tokens = analysis.tokens
-
-cols = st.columns(4)
-cols[0].metric(t("input.n_tokens"), f"{len(tokens):,}")
-cols[1].metric(t("input.n_unique"), f"{len(set(tokens)):,}")
-cols[2].metric(t("input.heads_dk"), f"{analysis.heads} × {analysis.q.shape[-1]}")
-cols[3].metric(t("input.scale"), f"{analysis.scale:.4f}",
-               help=t("input.scale_help", d_k=analysis.q.shape[-1]))
-
-if spec.source == "toy":      # how the token box was split (a model splits the text itself)
-    st.caption(t(f"input.split_{page.fmt}"))
-else:
-    st.info(t("input.word_pieces", n=len(tokens)), icon=":material/info:")
-    unknown = tokens.count("[UNK]")
-    if unknown:
-        st.warning(t("input.unknown_pieces", unknown=unknown, n=len(tokens)),
-                   icon=":material/help:")
-repeats = len(tokens) - len(set(tokens))
-if repeats and not spec.positional and spec.source == "toy":
-    st.warning(t("input.no_positions"), icon=":material/content_copy:")
-
-counts = pd.Series(tokens).value_counts()
-table = pd.DataFrame({
-    t("input.col_position"): range(len(tokens)),
-    t("input.col_token"): tokens,
-    t("input.col_count"): [int(counts[tok]) for tok in tokens],
-    t("input.col_chars"): [len(tok) for tok in tokens],
-})
-st.subheader(t("input.parsed"))
-st.dataframe(table, hide_index=True, width="stretch", height=min(400, 38 + 35 * len(tokens)))
-
-explanation("input.how_title", [
-    ("input.how_embed", r"x_i = e(\text{token}_i) + PE(i), \qquad "
-                        r"q_i = x_i W_Q,\; k_i = x_i W_K,\; v_i = x_i W_V"),
-    ("input.how_scores", r"\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left("
-                         r"\frac{Q K^\top}{\sqrt{d_k}\,\tau}\right) V"),
-    ("input.how_scale", None),
-])
-
-st.subheader(t("input.next"))
-for script, key, icon in PAGES[1:]:
-    st.page_link(script, label=t(key), icon=icon, query_params=st.query_params.to_dict())
+draw_input(page.spec, page.fmt)
 page.finish()

@@ -5,7 +5,7 @@ language; str(error) is the English sentence.
 """
 from __future__ import annotations
 
-from .i18n import translate
+from attention.i18n import translate
 
 
 class UserError(ValueError):

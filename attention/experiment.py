@@ -33,8 +33,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import core, metrics
-from .task import ARGMAX, MULTIPLIERS, multiplier_label
+from attention import core
+
+from attention.measures import rows as metrics
+from attention.task import ARGMAX, MULTIPLIERS, multiplier_label
 
 N_TOKENS, N_FEATURES, N_RELEVANT = 16, 10, 4
 CUE_NOISE, SIGNAL = 0.3, 0.5

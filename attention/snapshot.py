@@ -11,14 +11,14 @@ from dataclasses import fields
 
 import torch
 
-from .analysis import Analysis
-from .errors import UserError
-from .metrics import ROW_METRICS
-from .spec import AttentionSpec
+from attention.analysis import Analysis
+from attention.config import SNAPSHOT_MAX_BYTES as MAX_SNAPSHOT_BYTES
+from attention.config import SNAPSHOT_MAX_MATRIX_CELLS as MAX_MATRIX_CELLS
+from attention.errors import UserError
+from attention.measures.rows import ROW_METRICS
+from attention.spec import AttentionSpec
 
 FORMAT = "attention-explorer/snapshot@1"
-MAX_MATRIX_CELLS = 1_000_000   # matrices are stored only up to this many heads x n x n cells
-MAX_SNAPSHOT_BYTES = 50_000_000
 
 
 def _rounded(t: torch.Tensor) -> list:

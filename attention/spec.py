@@ -22,31 +22,16 @@ import warnings
 from dataclasses import dataclass, fields, replace
 from typing import Mapping
 
-from .errors import UserError
-from .tokens import (CONTROL, LINK_FORMAT, MAX_TOKENS, check_length, tokens_from_link,
+from attention.config import BUNDLED, LIMITS, MAX_CELLS, MAX_MODEL_CHARS, MAX_WORK
+from attention.errors import UserError
+from attention.tokens import (CONTROL, LINK_FORMAT, MAX_TOKENS, check_length, tokens_from_link,
                      tokens_to_text)
 
 DEFAULT_TOKENS = ("the", "animal", "didn't", "cross", "the", "street",
                   "because", "it", "was", "too", "tired")
 SOURCES = ("toy", "pretrained")
 
-# Hard caps that protect the server's memory; the sidebar widgets use the same ranges.
-LIMITS = {
-    "d_model": (1, 1024),
-    "d_k": (1, 1024),
-    "heads": (1, 16),
-    "seed": (0, 2**31 - 1),
-    "temperature": (0.01, 100.0),
-    "layer": (0, 255),   # checked against the loaded model where it is loaded (ui/model.py)
-}
-MAX_MODEL_CHARS = 300    # a folder path or a Hub id
-BUNDLED_MODEL = "all-MiniLM-L6-v2"   # models.BUNDLED (not imported: spec stays torch-free)
 OPTIONAL = ("text", "model", "hide_sinks")   # written to a link only when set
-MAX_CELLS = 12 * MAX_TOKENS * MAX_TOKENS  # heads * n * n: 12 heads at the token limit
-# Multiply-adds of the toy model's projections and score products, heads * n * d_k * (n +
-# d_model): 12 heads at the token limit with d_k = d_model = 64. The same size with
-# d_k = d_model = 1024 is 16x that work (measured once at 68 s of CPU on a small 2-core server).
-MAX_WORK = 12 * MAX_TOKENS * 64 * (MAX_TOKENS + 64)
 
 
 class SpecWarning(UserWarning):
@@ -80,7 +65,7 @@ class AttentionSpec:
             text = ""                                # one spec (one link, one cache key) per view
         object.__setattr__(self, "text", text)
         model = self.model.strip() if isinstance(self.model, str) else self.model
-        if self.source == "toy" or model == BUNDLED_MODEL:
+        if self.source == "toy" or model == BUNDLED:
             model = ""
         object.__setattr__(self, "model", model)
         if self.source == "toy":
@@ -89,7 +74,7 @@ class AttentionSpec:
     @property
     def model_source(self) -> str:
         """What `models.load_model` is given: the bundled model's name or `model`."""
-        return self.model or BUNDLED_MODEL
+        return self.model or BUNDLED
 
     @property
     def n(self) -> int:

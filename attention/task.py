@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .i18n import translate
+from attention.i18n import translate
 
 CEILING = 0.5 * (1.0 + math.erf(1.0 / math.sqrt(2.0)))     # Phi(1) = 0.8413
 ONE_TOKEN = 0.5 * (1.0 + math.erf(0.5 / math.sqrt(2.0)))   # Phi(0.5) = 0.6915

@@ -9,12 +9,10 @@ import json
 import re
 from itertools import islice
 
-from . import segment
-from .errors import UserError
+from attention.text import segment
+from attention.config import MAX_INPUT_CHARS, MAX_TOKEN_CHARS, MAX_TOKENS
+from attention.errors import UserError
 
-MAX_TOKENS = 2048          # the longest sequence the dashboard computes
-MAX_TOKEN_CHARS = 100      # a longer "token" is almost surely a paste gone wrong
-MAX_INPUT_CHARS = 200_000  # raw text is refused before parsing beyond this
 FORMATS = ("auto", "whitespace", "comma", "newline", "json", "chinese", "characters")
 SEGMENTED = {"chinese": "words", "characters": "characters"}  # format -> segment.pieces(how)
 # The comma format also splits on the full-width comma, the enumeration comma and the

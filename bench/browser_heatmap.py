@@ -46,7 +46,7 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlencode
 
-from attention.examples import EXAMPLES
+from attention.text.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
 from bench.browser import PROBE, chromium  # __inserted, __painted, __all: see bench/browser.py

@@ -7,7 +7,7 @@ is left and every chart in the main area has drawn. The baseline is a bare Strea
 at the start and the end of every round.
 
 The app is started as a user starts it, `python serve.py` (the server plus its warm-up
-thread), with a disk cache filled once by `python -m attention.experiment_cache` as the Docker
+thread), with a disk cache filled once by `python -m attention.files.experiment_cache` as the Docker
 build does; the bare page with plain `streamlit run`: it stands for what Streamlit itself costs
 a deployed app, and the warm-up is this app's work, so it is not given to the baseline.
 "Empty disk cache" is the Sharper page on a machine that has never trained its default seed:
@@ -33,8 +33,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlencode
 
-from attention.diskcache import ENV as CACHE_ENV
-from attention.examples import EXAMPLES
+from attention.files.diskcache import ENV as CACHE_ENV
+from attention.text.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
 from bench.browser import PROBE, chromium, done_ms
@@ -161,7 +161,7 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
         fills = {None: filled, compare: str(Path(tmp) / "cache-compared")} if compare else \
             {None: filled}
         for checkout, directory in fills.items():
-            subprocess.run([sys.executable, "-m", "attention.experiment_cache"], check=True,
+            subprocess.run([sys.executable, "-m", "attention.files.experiment_cache"], check=True,
                            cwd=checkout or ROOT, env={**os.environ, CACHE_ENV: directory},
                            capture_output=True)
         plan = _measurements(str(bare), before, compare)

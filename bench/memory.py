@@ -30,7 +30,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
-from attention.examples import EXAMPLES
+from attention.text.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
 from bench.timing import print_table, row

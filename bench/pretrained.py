@@ -3,7 +3,7 @@
 Baseline: one plain `AutoModel` forward pass (eager attention, output_attentions) of a
 64-word text. Against it:
   - cold load: `pretrained.load()` in a fresh Python process (imports torch, not
-    transformers: attention/bert.py; reads the weights and the tokenizer), timed inside that
+    transformers: attention/models/bert.py; reads the weights and the tokenizer), timed inside that
     process;
   - warm load: `pretrained.load()` again in this process after clearing its cache (imports
     and file cache warm) - also shown against a plain `AutoModel.from_pretrained`;

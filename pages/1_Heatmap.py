@@ -1,11 +1,11 @@
 """Heatmap: scaled vs unscaled attention side by side, their difference, all heads, one row.
 
-Long inputs get a pooled overview plus a full-resolution zoom window (attention/ui/heatmap_view.py).
+Long inputs get a pooled overview plus a full-resolution zoom window (attention/ui/views/heatmap.py).
 """
 import streamlit as st
 
-from attention.ui.heatmap_view import draw_explanation, draw_spec_heatmap
-from attention.ui.layout import page_setup
+from attention.ui.views.heatmap import draw_explanation, draw_spec_heatmap
+from attention.ui.entry import page_setup
 from attention.ui.text import t
 
 page = page_setup("nav.heatmap")

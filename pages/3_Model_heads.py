@@ -6,12 +6,12 @@ part is drawn. Uploaded files are kept for the session when another part is open
 (upload_view)."""
 import streamlit as st
 
-from attention.ui.intervene_view import PARAM as INTERVENTIONS
-from attention.ui.layout import page_setup
-from attention.ui.model_view import (draw_explanations, draw_heads_part, draw_interventions_part,
+from attention.ui.views.intervene import PARAM as INTERVENTIONS
+from attention.ui.entry import page_setup
+from attention.ui.views.model import (draw_explanations, draw_heads_part, draw_interventions_part,
                                      draw_table_part, part_picker)
 from attention.ui.text import t
-from attention.ui.upload_view import draw_upload_part
+from attention.ui.views.upload import draw_upload_part
 
 page = page_setup("nav.model")
 st.markdown(t("model.intro"))

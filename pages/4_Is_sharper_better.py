@@ -2,12 +2,12 @@
 head at test time, scaled vs unscaled training as d_k grows, attention vs leave-one-out
 importance. Every conclusion is written from this run's numbers.
 
-The runs, charts, tables and formulas are drawn by attention/ui/experiment.py.
+The runs, charts, tables and formulas are drawn by attention/ui/views/experiment.py.
 """
 import streamlit as st
 
-from attention.ui.experiment import draw_experiments, draw_explanation
-from attention.ui.layout import page_setup
+from attention.ui.views.experiment import draw_experiments, draw_explanation
+from attention.ui.entry import page_setup
 from attention.ui.text import t
 
 page = page_setup("nav.sharper", needs_spec=False)

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from attention.examples import EXAMPLES  # noqa: E402
+from attention.text.examples import EXAMPLES  # noqa: E402
 from attention.spec import AttentionSpec  # noqa: E402
 from attention.tokens import parse_tokens  # noqa: E402
 from tests.conftest import CHROMIUM_FLAGS, Server, wait_for_app  # noqa: E402

@@ -51,7 +51,7 @@ def explanation_steps(draw) -> tuple[str, list]:
 def open_part(at: AppTest, part: str) -> AppTest:
     """Open the Model heads page's part `part` (heads, table, iv, upload), as a click on its
     button does."""
-    from attention.ui.model_view import PART_VIEW
+    from attention.ui.views.model import PART_VIEW
 
     at.session_state["view_" + PART_VIEW] = part
     return at.run()

@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 torch.set_num_threads(1)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# AppTests run the pages in this process: no warm-up or prefetching behind their backs
+# (attention.ui.entry; the browser tests' servers get their own environment).
+os.environ["ATTENTION_EXPLORER_WARMUP"] = "0"
 
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update",
@@ -38,7 +41,7 @@ def _clear_streamlit_caches():
 
 @pytest.fixture(autouse=True)
 def _no_prefetch_outlives_a_test():
-    """A test that turned prefetching on (as serve.py does) leaves it off, its queue empty:
+    """A test that turned prefetching on (as a server's first page run does) leaves it off, its queue empty:
     a prefetch left on made later tests' heatmaps compute in the background, and a daemon
     thread inside torch when the interpreter exits aborts it."""
     yield
@@ -61,14 +64,14 @@ def free_port() -> int:
 def _hermetic_disk_cache(tmp_path_factory):
     """Results the app keeps on disk go to this session's temporary directory, never the
     user's home: the first visit computes as on a fresh machine. Servers inherit it."""
-    from attention.diskcache import ENV
+    from attention.files.diskcache import ENV
 
     os.environ[ENV] = str(tmp_path_factory.mktemp("attention-explorer-cache"))
 
 
 class Server:
-    """The dashboard as a user starts it (`python serve.py`: the app plus its warm-up thread)
-    on a free loopback port, stopped when the test ends.
+    """The dashboard as a user starts it (`streamlit run app.py`: its first page run starts the
+    warm-up and prefetching) on a free loopback port, stopped when the test ends.
 
     `script` (a path relative to the repository, or absolute) runs another script with plain
     `streamlit run`, the repository's working directory and .streamlit/config.toml (benchmarks
@@ -78,10 +81,11 @@ class Server:
     def __init__(self, script: str | None = None, cwd: Path | str = ROOT) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-        start = ["serve.py"] if script is None else ["-m", "streamlit", "run", str(script)]
+        env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+               "ATTENTION_EXPLORER_WARMUP": "1"}
         self.proc = subprocess.Popen(
-            [sys.executable, *start, "--server.headless", "true",
+            [sys.executable, "-m", "streamlit", "run", str(script or "app.py"),
+             "--server.headless", "true",
              "--server.port", str(self.port), "--server.address", "127.0.0.1"],
             cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 60

@@ -15,12 +15,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention import metrics
+from attention.measures import rows as metrics
 from attention.analysis import (DK_SWEEP, SWEEP_MAX_HEADS, SWEEP_MAX_TOKENS, analyze, dk_sweep,
                                 random_dk_sweep)
 from attention.core import attention, causal_mask
-from attention.embed import embed, token_vectors
-from attention.heads import project
+from attention.models.toy import embed, token_vectors
+from attention.models.toy import project
 from attention.spec import AttentionSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,7 +206,7 @@ def test_embedding_is_deterministic_per_token_and_seed():
 
 _EMBED_SCRIPT = """
 import json, torch
-from attention.embed import embed, token_vectors
+from attention.models.toy import embed, token_vectors
 print(json.dumps([token_vectors(["the", "cat", "猫", "👋"], 8, 7).tolist(),
                   embed(["a", "b", "a"], 6, 3, True).tolist()]))
 """

@@ -2,7 +2,7 @@
 import pytest
 
 from attention.analysis import analyze
-from attention.examples import EXAMPLES
+from attention.text.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import MAX_TOKENS
 from tests.apptest import run_page

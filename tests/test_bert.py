@@ -1,4 +1,4 @@
-"""attention.bert (the bundled model without transformers) against transformers' own BertModel
+"""attention.models.bert (the bundled model without transformers) against transformers' own BertModel
 with eager attention on the same checkpoints: the bundled MiniLM and a tiny random BERT."""
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from functools import lru_cache
 import pytest
 import torch
 
-from attention import bert
+from attention import config
+from attention.models import loading, registered
+from attention.models import bert
 from attention import models as M
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
@@ -57,13 +59,13 @@ def ours_and_theirs(folder, batch):
     """Ours and transformers' outputs; ours with the weights of batch element 0 that the
     core recorded, (layers, heads, n, n)."""
     model = bert.load_model(folder)
-    state = M._Forward()
-    token = M._FORWARD.set(state)
+    state = registered.Forward()
+    token = registered.FORWARD.set(state)
     try:
         with torch.no_grad():
             mine = model(**batch)
     finally:
-        M._FORWARD.reset(token)
+        registered.FORWARD.reset(token)
     with torch.no_grad():
         ref = eager(str(folder))(**batch, output_attentions=True)
     return mine, torch.stack(state.weights), ref
@@ -148,10 +150,10 @@ def test_tokenizer_special_tokens_and_size_equal_autotokenizer():
 
 
 def test_the_bundled_loaded_model_matches_one_loaded_through_transformers():
-    """models.load_model(BUNDLED) runs on attention.bert; the same folder through the
+    """models.load_model(BUNDLED) runs on attention.models.bert; the same folder through the
     transformers loader is the reference for everything the pages read of a run."""
     ours = M.load_model(M.BUNDLED)
-    ref = M._load("folder", M.bundled_path())
+    ref = loading._load("folder", M.bundled_path())
     assert type(ours.model) is bert.BertModel and type(ref.model) is not bert.BertModel
     for field in ("layers", "heads", "kv_heads", "d_head", "hidden", "is_causal", "max_tokens",
                   "params", "special_ids", "architecture", "head"):

@@ -96,7 +96,7 @@ def _query(url: str):
 def test_an_explanation_draws_its_formulas_when_opened(server, page):
     """The explanation at a page's foot is not on the page until opened (a rerun); opened,
     its formulas are typeset and the rest of the page stays drawn."""
-    from attention.ui.heatmap_view import draw_explanation
+    from attention.ui.views.heatmap import draw_explanation
     from tests.apptest import explanation_steps
 
     _, steps = explanation_steps(draw_explanation)

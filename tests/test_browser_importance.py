@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from attention import importance as imp
 from attention import models
 from attention.i18n import translate
-from attention.importance_conclusions import agreement_conclusions
+from attention.conclusions.importance import agreement_conclusions
 from attention.spec import AttentionSpec
 from tests.conftest import eventually, wait_for_app
 
@@ -34,7 +34,7 @@ def settle(page) -> None:
 def expected_agreement(query: dict) -> list[float]:
     """The numbers of the first conclusion ("Averaged over the layers ...") computed here,
     on the texts the page reads from the same link."""
-    from attention.ui.importance_view import texts_of
+    from attention.ui.views.importance import texts_of
 
     spec, _ = AttentionSpec.parse_query(query)
     tokens = imp.token_importance(models.load_model(), texts_of(spec))

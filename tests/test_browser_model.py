@@ -114,7 +114,7 @@ def test_uploaded_q_and_k_stay_when_another_part_is_opened(server, page, tmp_pat
     """Only the open part is drawn, and a file uploader that is not drawn forgets its file:
     after a visit to another part, the upload part draws the same head from the files it
     kept, names them as text, and "Forget it" drops one."""
-    from attention import upload
+    from attention.files import upload
     from attention.analysis import analyze
 
     toy = AttentionSpec(tokens=("a", "b", "a", "c", "d"), d_model=16, d_k=8, heads=2, seed=3)

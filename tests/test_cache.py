@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from attention import upload
+from attention.files import upload
 from attention.charts import heatmap as charts
-from attention.pooling import pooled_matrices
+from attention.analysis.pooled import pooled_matrices
 from attention.spec import AttentionSpec
-from attention.ui import cache, heatmap_view, upload_view
+from attention.ui import cache
+from attention.ui.views import heatmap as heatmap_view
+from attention.ui.views import upload as upload_view
 
 N, D, BIG = 100, 100, 1e4      # q.k gaps of 1e4 (1e3 scaled): every softmax row is exactly one-hot
 SPEC = AttentionSpec()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention import frames
+from attention.analysis import frames
 from attention.analysis import analyze
 from attention.charts import heatmap
 from attention.charts.canvas import (BAR_LABELS_MAX, MAGIC, amend, bars_figure, cells_figure,
@@ -17,9 +17,10 @@ from attention.charts.canvas import (BAR_LABELS_MAX, MAGIC, amend, bars_figure, 
                                      pack, row_figure, unpack)
 from attention.charts.colors import SCHEMES, colorize
 from attention.charts.heatmap import NUMBERS_MAX, number_labels
-from attention.pooling import blocks_for, pooled_matrices
+from attention.analysis.pooled import pooled_matrices
+from attention.measures.pooling import blocks_for
 from attention.spec import AttentionSpec
-from attention.headstats import grid_frame, grid_image, grid_labels
+from attention.measures.heads import grid_frame, grid_image, grid_labels
 from attention.ui.canvas import parse_brush, parse_pick, parse_size
 from tests.apptest import TIP, figure_cells, figure_images
 

@@ -12,13 +12,14 @@ import pytest
 import torch
 from PIL import Image
 
-from attention import frames
+from attention.analysis import frames
 from attention.analysis import analyze
 from attention.charts import heatmap as charts
-from attention.export import chart_spec
+from attention.files.export import chart_spec
 from attention.charts.colors import colorize
 from attention.charts.vega import page_spec
-from attention.pooling import blocks_for, pooled_cells, pooled_matrices
+from attention.analysis.pooled import pooled_cells, pooled_matrices
+from attention.measures.pooling import blocks_for
 from attention.spec import AttentionSpec
 
 CAT = AttentionSpec(tokens=tuple("the cat sat on the mat".split()), heads=2, d_k=8, d_model=16)

@@ -1,7 +1,7 @@
 """Model heads charts drawn by Vega (the grid is the canvas component's:
 tests/test_charts_canvas.py)."""
 from attention.charts import model as charts
-from attention.export import chart_spec
+from attention.files.export import chart_spec
 
 def test_an_exported_figure_writes_a_missing_number_as_null():
     """A one-piece text has no previous token: its statistic is NaN, and the PNG/SVG export

@@ -9,13 +9,17 @@ import pandas as pd
 import pytest
 import torch
 
-from attention import metrics, saturation, scorestats
+from attention.measures import rows as metrics
+
+from attention.analysis import saturation
+
+from attention.analysis import scorestats
 from attention.analysis import DK_SWEEP, analyze, dk_sweep
 from attention.charts import scores
-from attention.conclusions import score_findings
-from attention.embed import embed
-from attention.export import chart_spec
-from attention.heads import project
+from attention.conclusions.scores import score_findings
+from attention.models.toy import embed
+from attention.files.export import chart_spec
+from attention.models.toy import project
 from attention.spec import AttentionSpec
 from tests.fresh import run_fresh
 
@@ -254,5 +258,5 @@ def test_chart_modules_do_not_import_torch():
     """Charts take tables: every chart module imports in a fresh interpreter without torch."""
     run_fresh("import sys\n"
               "import attention.charts.scores, attention.charts.model, attention.charts.heatmap\n"
-              "import attention.charts.experiment, attention.charts.colors, attention.conclusions\n"
+              "import attention.charts.experiment, attention.charts.colors, attention.conclusions.scores\n"
               "assert 'torch' not in sys.modules, 'torch imported by a chart module'\n")

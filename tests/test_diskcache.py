@@ -1,4 +1,4 @@
-"""Results on disk (attention.diskcache, attention.experiment_cache): keyed by the code and
+"""Results on disk (attention.files.diskcache, attention.files.experiment_cache): keyed by the code and
 settings that made them, ignored when damaged, written atomically, bounded in number, and
 equal to what the experiment computes."""
 from __future__ import annotations
@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attention import diskcache
+from attention.files import diskcache
 from attention import experiment as ex
-from attention import experiment_cache as xc
-from attention.diskcache import Record
+from attention.files import experiment_cache as xc
+from attention.files.diskcache import Record
 
 
 @pytest.fixture
@@ -271,10 +271,10 @@ def test_a_shipped_record_is_used_under_its_own_key_only(cache, tmp_path):
 
 def test_the_shipped_default_seed_is_that_of_this_code():
     """Fails after a change to the experiment's code, settings or library pins, until the
-    shipped files are made again: `python -m attention.experiment_cache --ship`."""
+    shipped files are made again: `python -m attention.files.experiment_cache --ship`."""
     stale = [p.name for p, k, _ in xc._shipped(xc.SHIPPED_SEED) if diskcache.read(p, k) is None]
     assert not stale, (f"{stale} missing or made by other code: run "
-                       "`python -m attention.experiment_cache --ship` and commit the files")
+                       "`python -m attention.files.experiment_cache --ship` and commit the files")
     assert sorted(xc.SHIPPED.glob("*.zip")) == sorted(xc.shipped_paths())   # no stale ones left
 
 

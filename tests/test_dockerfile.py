@@ -35,7 +35,7 @@ def test_healthcheck_hits_streamlit_health_endpoint_on_8501():
     ops = dict(instructions())
     assert "/_stcore/health" in ops["HEALTHCHECK"] and "8501" in ops["HEALTHCHECK"]
     assert ops["EXPOSE"] == "8501"
-    assert "serve.py" in ops["CMD"] and "8501" in ops["CMD"]
+    assert "app.py" in ops["CMD"] and "8501" in ops["CMD"]
 
 
 def test_starts_warm_with_the_default_experiment_trained_at_build_time():
@@ -45,7 +45,7 @@ def test_starts_warm_with_the_default_experiment_trained_at_build_time():
     cache = [i for i, (op, arg) in enumerate(ops) if op == "ENV" and
              arg.startswith("ATTENTION_EXPLORER_CACHE=/home/explorer/")]
     train = [i for i, (op, arg) in enumerate(ops) if op == "RUN" and
-             "python -m attention.experiment_cache" in arg]
+             "python -m attention.files.experiment_cache" in arg]
     assert cache and train and user < cache[0] < train[0]
 
 

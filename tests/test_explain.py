@@ -6,7 +6,9 @@ import pytest
 
 from attention.i18n import translate
 from attention.spec import AttentionSpec
-from attention.ui import heatmap_view, model_view, scores_view
+from attention.ui.views import heatmap as heatmap_view
+from attention.ui.views import model as model_view
+from attention.ui.views import scores as scores_view
 from tests.apptest import explanation_steps, open_page
 
 SPEC = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"))

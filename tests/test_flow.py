@@ -1,4 +1,4 @@
-"""attention.flow: max-flow through the layer graph equals networkx's max-flow on the same
+"""attention.measures.flow: max-flow through the layer graph equals networkx's max-flow on the same
 graph (hand-made and random), its first layer equals rollout's row, and rollout itself is
 still R_l = A_l R_(l-1)."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from attention import flow
-from attention.headstats import rollout
+from attention.measures import flow
+from attention.measures.rollout import rollout
 
 
 def reference_flow(weights: torch.Tensor, query: int) -> np.ndarray:

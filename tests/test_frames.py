@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attention.analysis import analyze
-from attention.frames import CELL_COLUMNS, WINDOW_COLUMNS, cells, row_metrics, window
+from attention.analysis.frames import CELL_COLUMNS, WINDOW_COLUMNS, cells, row_metrics, window
 from attention.spec import AttentionSpec
 
 TOKENS = ("the", "cat", "sat", "on", "the", "mat")

@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from attention import headstats
+from attention.measures import heads as headstats
+from attention.measures.rollout import rollout
 
 
 def test_rollout_two_layers_by_hand():
@@ -14,7 +15,7 @@ def test_rollout_two_layers_by_hand():
         [[[1.0, 0.0], [1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]]],   # layer 0: mean [[1,0],[.5,.5]]
         [[[0.0, 1.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]],   # layer 1: mean [[0,1],[.5,.5]]
     ])                                                           # (layers=2, heads=2, n=2, n=2)
-    r = headstats.rollout(w)
+    r = rollout(w)
     # A_0 = 0.5 mean + 0.5 I = [[1, 0], [.25, .75]];  A_1 = [[.5, .5], [.25, .75]]
     # R_0 = A_0;  R_1 = A_1 @ A_0 = [[.625, .375], [.4375, .5625]]
     assert torch.allclose(r[0], torch.tensor([[1.0, 0.0], [0.25, 0.75]]))
@@ -23,7 +24,7 @@ def test_rollout_two_layers_by_hand():
 
 def test_rollout_renormalises_a_fully_masked_row():
     w = torch.tensor([[[[0.0, 0.0], [0.0, 1.0]]]])              # (1, 1, 2, 2): row 0 all masked
-    assert torch.allclose(headstats.rollout(w)[0], torch.eye(2))
+    assert torch.allclose(rollout(w)[0], torch.eye(2))
 
 
 def test_patterns_identity_and_shift():

@@ -418,7 +418,7 @@ IMPORTANCE_CASES = ("empty", "one_token", "at_token_limit", "emoji_zwj_typed", "
                                          ("one_token", "gpt2"), ("html_script", "gpt2")])
 def test_hostile_input_on_the_importance_page(name, model, tiny, monkeypatch):
     """The same checks as every page; gpt2: an LM's loss instead of an embedding."""
-    from attention.ui import importance_view
+    from attention.ui.views import importance as importance_view
 
     monkeypatch.setattr(importance_view, "model_source", lambda spec: str(tiny[model]))
     case = next(c for c in CASES if c.name == name)
@@ -486,14 +486,14 @@ def test_caps_refuse_with_a_sentence_in_both_languages(make, key):
 
 
 def _upload_qkv(values):
-    from attention import upload
+    from attention.files import upload
 
     table = upload.read_file("q.npy", _npy(values))
     return upload.qkv(table, table, None)
 
 
 def _upload_matrix(values):
-    from attention import upload
+    from attention.files import upload
 
     return upload.attention_matrix(upload.read_file("w.npy", _npy(values)))
 
@@ -511,7 +511,7 @@ def test_caps_leave_the_largest_allowed_views_alone():
 def test_server_config_suits_a_public_demo():
     import tomllib
 
-    from attention import upload
+    from attention.files import upload
     from tests.apptest import ROOT
 
     server = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]

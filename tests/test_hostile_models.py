@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from attention import config
 from attention import models as M
 from attention.spec import AttentionSpec
 from tests.apptest import open_page
@@ -43,8 +44,8 @@ CASES = [
     Case("encoder_decoder", "@encdec", "models.encoder_decoder"),
     Case("unknown_type", "@unknowntype", "models.unknown_architecture"),
     Case("no_tokenizer", "@notok", "models.no_tokenizer"),
-    Case("too_large", "@bert", "models.too_large", env={M.ENV_MAX_PARAMS: "1000"}),
-    Case("not_allowed", "@bert", "models.not_allowed", env={M.ENV_ALLOWED: "gpt2"}),
+    Case("too_large", "@bert", "models.too_large", env={config.ENV_MAX_PARAMS: "1000"}),
+    Case("not_allowed", "@bert", "models.not_allowed", env={config.ENV_ALLOWED: "gpt2"}),
     Case("text_too_long", "@bert", "models.too_long", text=" ".join(["word"] * 100)),
     Case("layer_past_the_model", "@bert", warned=("sidebar.model_layer_clamped",),
          params={"layer": "7"}),
@@ -87,7 +88,7 @@ def root(tmp_path_factory):
 @pytest.mark.parametrize("case, page", [
     pytest.param(c, p, id=f"{c.name}-{p.rsplit('/', 1)[-1][:-3]}") for c in CASES for p in c.pages])
 def test_bad_model(case, page, root, monkeypatch):
-    for name in (M.ENV_DOWNLOADS, M.ENV_MAX_PARAMS, M.ENV_ALLOWED):
+    for name in (config.ENV_DOWNLOADS, config.ENV_MAX_PARAMS, config.ENV_ALLOWED):
         monkeypatch.delenv(name, raising=False)
     for name, value in case.env.items():
         monkeypatch.setenv(name, value)

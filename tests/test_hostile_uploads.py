@@ -15,7 +15,9 @@ import re
 import numpy as np
 import pytest
 
-from attention import snapshot, upload
+from attention import snapshot
+
+from attention.files import upload
 from attention.analysis import analyze
 from attention.errors import UserError
 from attention.i18n import LANGUAGES, catalog

@@ -12,10 +12,12 @@ import torch
 import torch.nn.functional as F
 from scipy.stats import spearmanr
 
-from attention import flow
+from attention.models import loading
+from attention.measures import flow
 from attention import importance as I
 from attention import models as M
-from attention.headstats import head_stats, rollout
+from attention.measures.heads import head_stats
+from attention.measures.rollout import rollout
 from tests.tiny_models import _output_projection, tiny  # noqa: F401
 
 TEXT = "the cat sat on the mat ."
@@ -24,10 +26,10 @@ TEXTS = ("the cat sat on the mat .", "a dog barked at the moon tonight")
 
 def _fresh(tiny, name, dtype=torch.float32):
     """An uncached copy (float64 for finite differences), so the shared one stays as it is."""
-    loaded = M._load("folder", str(tiny[name]))
+    loaded = loading._load("folder", str(tiny[name]))
     loaded.model.to(dtype)                 # new parameter tensors: find W_O again
     width = loaded.heads * loaded.d_head
-    return replace(loaded, w_o=tuple(M._output_projection(loaded.model, m, width)
+    return replace(loaded, w_o=tuple(loading._output_projection(loaded.model, m, width)
                                      for m in I.attention_modules(loaded)))
 
 

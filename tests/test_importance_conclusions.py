@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from attention import importance as I
-from attention.importance_conclusions import conclusions, fmt
+from attention.conclusions.importance import conclusions, fmt
 
 
 def _agreement(raw=(0.5, 0.4, 0.1), roll=(0.6, 0.6, 0.7), flow=(0.55, 0.5, 0.6)):

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from attention import metrics
-from attention.metrics import (ROW_METRICS, effective_tokens, entropy, gini, jacobian_norm,
+from attention.measures import rows as metrics
+from attention.measures.rows import (ROW_METRICS, effective_tokens, entropy, gini, jacobian_norm,
                                max_weight, row_metrics)
 
 

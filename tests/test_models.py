@@ -10,6 +10,8 @@ import shutil
 import pytest
 import torch
 
+from attention import config
+from attention.models import loading, registered
 from attention import models as M
 from attention.errors import UserError
 from tests.tiny_models import (TINY, VOCAB, _configs, _output_projection,  # noqa: F401
@@ -21,7 +23,7 @@ TEXT = "the cat sat on the mat and the dog barked at it ."
 @pytest.fixture(autouse=True)
 def _policy(monkeypatch):
     """Every test starts with the default policy: no downloads, default cap, no allow-list."""
-    for name in (M.ENV_DOWNLOADS, M.ENV_MAX_PARAMS, M.ENV_ALLOWED):
+    for name in (config.ENV_DOWNLOADS, config.ENV_MAX_PARAMS, config.ENV_ALLOWED):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -62,7 +64,7 @@ def test_weights_and_logits_equal_eager(tiny, name):
         assert run.logits.shape == (run.n, VOCAB)
         assert (run.logits - out.logits[0]).abs().max().item() <= 1e-5
     # the model was not switched to eager by the reference: still the core inside
-    assert loaded.model.config._attn_implementation == M.IMPLEMENTATION
+    assert loaded.model.config._attn_implementation == registered.IMPLEMENTATION
 
 
 @pytest.mark.parametrize("name", ARCHS)
@@ -280,15 +282,15 @@ def test_size_cap_and_allow_list(tiny, monkeypatch):
     folder = str(tiny["gpt2"])
     params = M.load_model(folder).params
     assert 900_000 < params < 1_200_000                              # 30522 x 32 embedding + layers
-    monkeypatch.setenv(M.ENV_MAX_PARAMS, str(params - 1))
+    monkeypatch.setenv(config.ENV_MAX_PARAMS, str(params - 1))
     assert _key(M.load_model, folder) == "models.too_large"          # cached model too
     assert _key(M.load_model, str(tiny["qwen2"])) == "models.too_large"
-    monkeypatch.setenv(M.ENV_MAX_PARAMS, "1000")
-    M._load_cached.cache_clear()
+    monkeypatch.setenv(config.ENV_MAX_PARAMS, "1000")
+    loading._load_cached.cache_clear()
     assert _key(M.load_model, str(tiny["bert_base"])) == "models.too_large"
     assert M.load_model(M.BUNDLED).params > 1000                     # bundled: always allowed
-    monkeypatch.delenv(M.ENV_MAX_PARAMS)
-    monkeypatch.setenv(M.ENV_ALLOWED, "gpt2, Qwen/Qwen2-0.5B")
+    monkeypatch.delenv(config.ENV_MAX_PARAMS)
+    monkeypatch.setenv(config.ENV_ALLOWED, "gpt2, Qwen/Qwen2-0.5B")
     assert _key(M.load_model, folder) == "models.not_allowed"
     assert M.load_model(M.BUNDLED).layers == 6
 
@@ -323,7 +325,7 @@ def test_bad_text_and_interventions(tiny):
 
 
 def test_non_bundled_cache_is_bounded(tiny):
-    M._load_cached.cache_clear()
+    loading._load_cached.cache_clear()
     for name in ("gpt2", "llama", "qwen2"):
         M.load_model(str(tiny[name]))
-    assert M._load_cached.cache_info().currsize == M.CACHE_SIZE == 2
+    assert loading._load_cached.cache_info().currsize == config.MODELS_KEPT == 2

@@ -1,4 +1,4 @@
-"""attention.outcomes against hand computations, the interventions' link form (round trip and
+"""attention.models.outcomes against hand computations, the interventions' link form (round trip and
 malformed items), and the sink helpers against the model's own hide_sinks intervention."""
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention import headstats, interventions as ivlink, outcomes
+from attention.measures import heads as headstats
+
+from attention.models import links as ivlink
+
+from attention.models import outcomes
 
 
 def test_top_k_and_kl_by_hand():

@@ -15,7 +15,7 @@ from attention.analysis import analyze
 from attention.charts.colors import colorize
 from attention.i18n import translate
 from attention.spec import AttentionSpec
-from attention.ui.heatmap_view import DEFAULT_WINDOW
+from attention.ui.views.heatmap import DEFAULT_WINDOW
 from tests.apptest import TIP, figure_cells, figure_images, figures
 from tests.conftest import ROOT
 
@@ -92,7 +92,7 @@ def test_head_picker_changes_the_data_without_recomputing(monkeypatch):
 def test_moving_the_zoom_recomputes_and_repools_nothing(monkeypatch):
     """Zooming a long input only slices the cached analysis: no attention, no pooling."""
     import attention.ui.cache as cache
-    import attention.ui.heatmap_view as view
+    import attention.ui.views.heatmap as view
 
     analyses, pools = [], []
     monkeypatch.setattr(cache, "analyze", lambda spec: analyses.append(spec) or analyze(spec))

@@ -7,7 +7,7 @@ import pytest
 
 from attention import importance as I
 from attention import models as M
-from attention.importance_conclusions import conclusions
+from attention.conclusions.importance import conclusions
 from attention.spec import AttentionSpec
 from tests.apptest import chart_frames, open_page
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
@@ -82,7 +82,7 @@ def test_words_only_toggle_recomputes_the_table_without_special_pieces(page, fra
 def test_each_frame_is_computed_once_per_text_and_model(tiny, monkeypatch):
     """A rerun, the words-only toggle and another layer's sweep read the frames back from the
     server's store: each computation runs once per (model, texts) (sweeps once per layer)."""
-    from attention.ui import importance_view
+    from attention.ui.views import importance as importance_view
 
     calls = []
     for name in ("token_importance", "head_importance", "pruning_curve", "temperature_sweep"):

@@ -10,7 +10,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attention import pretrained
-from attention.headstats import HEAD_COLUMNS, SINK_COLUMNS
+from attention.measures.heads import HEAD_COLUMNS, SINK_COLUMNS
 from attention.spec import AttentionSpec
 from tests.apptest import chart_frames, comparison_cells, figures, grid_cells, open_page, open_part
 
@@ -272,7 +272,7 @@ def upload_to(at: AppTest, key: str, name: str, data: bytes) -> None:
 
 
 def test_uploaded_qk_show_the_same_matrices():
-    from attention import upload
+    from attention.files import upload
     from attention.analysis import analyze
 
     ref = analyze(TOY)
@@ -295,7 +295,7 @@ def test_uploaded_files_stay_when_another_part_is_opened_until_forgotten():
     """Only the open part of the page is drawn, and an uploader that is not drawn forgets its
     file: the page keeps Q and K for the session, says so, and uses them again on return
     (the same weights as before); "Forget it" drops one."""
-    from attention import upload
+    from attention.files import upload
     from attention.analysis import analyze
 
     ref = analyze(TOY)
@@ -370,7 +370,7 @@ def test_a_pasted_sentence_reaches_the_model_as_typed():
 def test_example_files_are_drawn_only_while_their_box_is_open():
     """Closed, the box of example files holds nothing (no download button every click renders
     again, no toy analysis fetched); opened, one file per format the upload reads."""
-    from attention.ui.upload_view import EXAMPLES_KEY
+    from attention.ui.views.upload import EXAMPLES_KEY
     from tests.apptest import open_menu
 
     at = open_model_page(TOY, mh_tab="upload")

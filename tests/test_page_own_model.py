@@ -11,7 +11,11 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attention import headstats, models, outcomes
+from attention import models
+
+from attention.measures import heads as headstats
+
+from attention.models import outcomes
 from attention.spec import AttentionSpec
 from tests.apptest import TIP, comparison_cells, grid_cells, open_page, open_part
 from tests.tiny_models import build

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attention.analysis import analyze, dk_sweep
-from attention import scorestats
+from attention.analysis import scorestats
 from attention.spec import AttentionSpec
 from tests.apptest import chart_frames, open_page
 

@@ -6,12 +6,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention import frames
+from attention.analysis import frames
 from attention.analysis import analyze
 from attention.core import causal_mask
-from attention.pooling import (Blocks, block_counts, block_preview, blocks_for, pool,
-                               pooled_cells, window, window_from_brush, window_slice,
-                               window_tokens)
+from attention.analysis.pooled import pooled_cells
+from attention.measures.pooling import (Blocks, block_counts, block_preview, blocks_for, pool,
+                                        window, window_from_brush, window_slice, window_tokens)
 from attention.spec import AttentionSpec
 
 

@@ -39,10 +39,11 @@ def test_a_job_runs_once_the_pages_are_quiet_and_a_key_is_queued_once(enabled):
 
 
 def test_a_full_queue_drops_the_guess_and_a_failing_one_is_only_logged(enabled, monkeypatch):
-    hold = threading.Event()
+    started, hold = threading.Event(), threading.Event()
     monkeypatch.setattr(prefetch, "QUIET", 0.0)
-    prefetch.prefetch("block", hold.wait, busy=lambda: False)        # occupies the worker
-    time.sleep(0.05)
+    prefetch.prefetch("block", lambda: started.set() or hold.wait(),  # occupies the worker
+                      busy=lambda: False)
+    assert started.wait(10)                       # the worker holds it: the queue is empty
     queued = [prefetch.prefetch(f"q{i}", lambda: None, busy=lambda: False)
               for i in range(prefetch.JOBS + 2)]
     assert queued.count(True) == prefetch.JOBS and queued[-1] is False
@@ -60,7 +61,8 @@ def test_a_full_queue_drops_the_guess_and_a_failing_one_is_only_logged(enabled, 
 def test_a_heatmap_overview_queues_its_neighbour_heads_into_the_page_cache(enabled):
     from attention.analysis import analyze
     from attention.spec import AttentionSpec
-    from attention.ui import cache, heatmap_view
+    from attention.ui import cache
+    from attention.ui.views import heatmap as heatmap_view
 
     spec = AttentionSpec(tokens=tuple(f"p{i}" for i in range(300)), heads=4, seed=21)
     a = analyze(spec)

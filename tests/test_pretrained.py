@@ -141,7 +141,7 @@ def test_model_loaded_once(model):
 
 
 def test_transformers_is_not_imported_by_the_app_or_the_bundled_model():
-    """App start, the pages' modules and a run of the bundled model (attention.bert) never
+    """App start, the pages' modules and a run of the bundled model (attention.models.bert) never
     import transformers: only a model of the user's own does."""
     import subprocess
     import sys
@@ -149,9 +149,9 @@ def test_transformers_is_not_imported_by_the_app_or_the_bundled_model():
     from tests.apptest import ROOT
 
     code = ("import sys\n"
-            "import attention.analysis, attention.pretrained, attention.headstats, attention.upload\n"
+            "import attention.analysis, attention.pretrained, attention.measures.heads, attention.files.upload\n"
             "import attention.ui.layout, attention.ui.cache, attention.ui.model\n"
-            "import attention.ui.model_view, attention.ui.upload_view\n"
+            "import attention.ui.views.model, attention.ui.views.upload\n"
             "import attention.charts.model\n"
             "assert 'transformers' not in sys.modules, 'transformers imported at start'\n"
             "from attention import pretrained\n"

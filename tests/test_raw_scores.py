@@ -8,7 +8,11 @@ import math
 import numpy as np
 import torch
 
-from attention import core, frames, scorestats
+from attention import core
+
+from attention.analysis import frames
+
+from attention.analysis import scorestats
 from attention.analysis import analyze, analyze_qkv
 from attention.spec import AttentionSpec
 

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from attention import frames, upload
+from attention.analysis import frames
+
+from attention.files import upload
 from attention.analysis import analyze, analyze_qkv
 from attention.spec import AttentionSpec
 

@@ -30,9 +30,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..i18n import translate
-from . import colors
-from .heatmap import (GRID_PANEL, NUMBERS_MAX, PANEL, VALUES, BlockAxes, CellAxes, _t,
+from attention.i18n import translate
+from attention.charts import colors
+from attention.charts.heatmap import (GRID_PANEL, NUMBERS_MAX, PANEL, VALUES, BlockAxes, CellAxes, _t,
                       clip_label, color_domain, head_title, number_labels, on_dark, scheme_for)
 
 TIP_DIGITS = {"raw_score": 3, "scaled_score": 3, "weight": 4, "unscaled_weight": 4,

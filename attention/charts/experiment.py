@@ -1,6 +1,6 @@
 """Charts of the "Is sharper better?" page: DataFrame in (attention/experiment.py's tables),
 altair chart out, no torch. The sentence under each chart is written from the same tables by
-attention/conclusions.py. Text comes from attention/locales/<lang>/sharper.toml through
+attention/conclusions/scores.py. Text comes from attention/locales/<lang>/sharper.toml through
 `translate` (no streamlit here).
 """
 from __future__ import annotations
@@ -9,9 +9,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..i18n import translate
-from ..task import ARGMAX, CEILING, ONE_TOKEN, m_label, multiplier_label
-from .size import natural_size
+from attention.i18n import translate
+from attention.task import ARGMAX, CEILING, ONE_TOKEN, m_label, multiplier_label
+from attention.charts.size import natural_size
 
 SCALED_COLORS = {True: "#1f77b4", False: "#d62728"}
 RELEVANT_COLORS = {True: "#2ca02c", False: "#9e9e9e"}

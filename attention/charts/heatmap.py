@@ -12,7 +12,7 @@ grids are drawn rect by rect):
   (`pooled_images`), coloured in numpy exactly as Vega would colour rects (charts.colors),
   spanning positions 0..n on quantitative axes, with a Vega legend beside it. This is what
   keeps 2048 tokens as fast to show as 16; the exact numbers are in the zoom window (cells,
-  with tooltips) and in the blocks' CSV (pooling.pooled_cells).
+  with tooltips) and in the blocks' CSV (analysis.pooled.pooled_cells).
 
 Colour: the scaled and unscaled panels share one sequential scale (same explicit domain and
 scheme), the difference panel has a diverging scale centred on 0. No streamlit here; labels
@@ -34,12 +34,12 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..i18n import translate
-from . import colors
-from .vega import CANVAS, NO_ARIA, Figure, layout
+from attention.i18n import translate
+from attention.charts import colors
+from attention.charts.vega import CANVAS, NO_ARIA, Figure, layout
 
 if TYPE_CHECKING:                 # pooling imports torch; a chart only reads n and size
-    from ..pooling import Blocks
+    from attention.measures.pooling import Blocks
 
 VALUES = ("weight", "unscaled_weight", "difference")   # the three panels, left to right
 WEIGHT_SCHEME, DIFF_SCHEME = "blues", "redblue"
@@ -302,7 +302,7 @@ def pooled_images(pooled: dict[str, np.ndarray], shared: bool = True,
     """Pooled matrices as PNGs: {value: {"urls": one per head, "domain", "scheme"}}.
 
     pooled: {"weight", "unscaled_weight", "difference"} -> (h, b, b) pooled matrices
-    (pooling.pooled_matrices), NaN for empty blocks (drawn transparent). Colours: the domains
+    (analysis.pooled.pooled_matrices), NaN for empty blocks (drawn transparent). Colours: the domains
     of `color_domain` over all heads, mapped as Vega maps them (charts.colors), so a legend
     drawn by Vega next to the image is right."""
     frame = pd.DataFrame({v: np.asarray(pooled[v], dtype=np.float64).ravel() for v in VALUES})

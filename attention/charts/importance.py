@@ -6,8 +6,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ..i18n import translate
-from .model import natural_size
+from attention.i18n import translate
+from attention.charts.model import natural_size
 
 
 def _t(lang: str, key: str, **values) -> str:

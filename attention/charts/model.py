@@ -2,7 +2,7 @@
 of the rollout and the value norms (the all-heads grid, the token x token matrices and the
 value norms on the page are drawn by the canvas component: attention/charts/canvas.py).
 
-Builders turn small tidy tables into altair charts; the tables come from attention/headstats.py
+Builders turn small tidy tables into altair charts; the tables come from attention/measures/heads.py
 (the per-head table) or from `matrix_frame` and `norm_frame` here, which only reshape an array
 they are given. No torch here. Labels come from
 attention/locales/<lang>/model.toml through `translate` (no streamlit here).
@@ -15,11 +15,11 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..i18n import translate
-from .canvas import bars_figure
-from .scores import position_label_expr
-from .size import natural_size
-from .vega import Figure, layout
+from attention.i18n import translate
+from attention.charts.canvas import bars_figure
+from attention.charts.scores import position_label_expr
+from attention.charts.size import natural_size
+from attention.charts.vega import Figure, layout
 
 def _t(lang: str, key: str, **values) -> str:
     return translate(lang, f"model.{key}", **values)

@@ -1,9 +1,9 @@
 """Charts of the Score analysis page: why attention divides q.k by sqrt(d_k).
 
 Builders only: the small tables they draw (pre-binned histograms, per-position means, a
-bounded sample, the d_k sweep, the saturation curve) come from attention/scorestats.py,
-attention/analysis.py and attention/saturation.py; the page's written findings from
-attention/conclusions.py. No torch here: a chart is restyled without touching the numbers.
+bounded sample, the d_k sweep, the saturation curve) come from attention/analysis/scorestats.py,
+attention/analysis.py and attention/analysis/saturation.py; the page's written findings from
+attention/conclusions/scores.py. No torch here: a chart is restyled without touching the numbers.
 
 Labels come from attention/locales/<lang>/scores.toml through `translate` (no streamlit here).
 """
@@ -16,7 +16,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..i18n import translate
+from attention.i18n import translate
 
 VARIANTS = ("scaled", "unscaled")        # the two attention results drawn side by side
 # the sweep's panels, in order: the score spread, then the row metrics of analysis.dk_sweep

@@ -21,11 +21,11 @@ import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from ..analysis import Analysis, analyze, dk_sweep
-from .. import scorestats as scores
-from ..bounded import ByteLRU, Gate, return_freed_memory
-from ..spec import AttentionSpec
-from .text import t
+from attention.analysis import Analysis, analyze, dk_sweep
+from attention.analysis import scorestats as scores
+from attention.bounded import ByteLRU, Gate, return_freed_memory
+from attention.spec import AttentionSpec
+from attention.ui.text import t
 
 T = TypeVar("T")
 STORE_BYTES = 160 * 2**20   # ~8 analyses of 2048 tokens x 12 heads (~20 MB each: q, k, v, metrics)

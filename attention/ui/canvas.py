@@ -18,7 +18,7 @@ from typing import Callable
 
 import streamlit as st
 
-from ..charts.canvas import pack
+from attention.charts.canvas import pack
 
 HERE = Path(__file__).parent
 _component = st.components.v2.component(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 import streamlit as st
 
-from ..charts.vega import Figure, page_spec
+from attention.charts.vega import Figure, page_spec
 
 
 def show(chart: alt.TopLevelMixin | Figure, width: str | int | None = None, **kwargs) -> None:

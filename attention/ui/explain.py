@@ -5,7 +5,7 @@ from collections.abc import Iterable
 
 import streamlit as st
 
-from .text import t
+from attention.ui.text import t
 
 
 def explanation(title_key: str, steps: Iterable[tuple[str | None, str | None]]) -> None:

@@ -8,9 +8,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from .. import export
-from ..charts.vega import Figure
-from .text import t
+from attention.files import export
+from attention.charts.vega import Figure
+from attention.ui.text import t
 
 Chartlike = alt.TopLevelMixin | Figure
 

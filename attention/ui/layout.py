@@ -11,14 +11,15 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from ..errors import UserError
-from ..examples import EXAMPLES
-from ..i18n import LANGUAGES
-from ..spec import LIMITS, MAX_MODEL_CHARS, SOURCES, AttentionSpec
-from ..tokens import FORMATS
-from . import state
-from .snapshot import snapshot_box
-from .text import LANG_KEY, message, t
+from attention import config
+from attention.errors import UserError
+from attention.text.examples import EXAMPLES
+from attention.i18n import LANGUAGES
+from attention.spec import LIMITS, MAX_MODEL_CHARS, SOURCES, AttentionSpec
+from attention.tokens import FORMATS
+from attention.ui import state
+from attention.ui.snapshot import snapshot_box
+from attention.ui.text import LANG_KEY, message, t
 
 # (script, interface-text key of its title, icon); app.py is the Input page.
 PAGES = (
@@ -113,7 +114,7 @@ def model_check(spec: AttentionSpec) -> UserError | None:
     has no such limits)."""
     if spec.source != "pretrained":
         return None
-    from .model import check
+    from attention.ui.model import check
 
     return check(spec)
 
@@ -172,17 +173,17 @@ def _model_picker() -> list[UserError]:
     """Which real model (the bundled one or a folder / Hub id), its layer slider over the
     layers it has, and the hide-sinks toggle. A model that does not load leaves the slider at
     its widest; page_setup then shows why. Returns warnings (a link's layer out of range)."""
-    from .. import models
-    from .model import ensure_model
+    from attention import models
+    from attention.ui.model import ensure_model
 
     st.selectbox(t("sidebar.model"), state.PICKS, key=state.MODEL_PICK, persist_state=KEEP,
                  format_func=lambda p: t(f"sidebar.model_{p}"))
     if st.session_state[state.MODEL_PICK] == "own":
         st.text_input(t("sidebar.model_path"), key=state.MODEL, max_chars=MAX_MODEL_CHARS,
                       help=t("sidebar.model_path_help"), persist_state=KEEP)
-        downloads = "downloads_on" if models.downloads_allowed() else "downloads_off"
+        downloads = "downloads_on" if config.downloads_allowed() else "downloads_off"
         st.caption(t("sidebar.model_caption", downloads=t(f"sidebar.{downloads}"),
-                     limit=models.max_params()))
+                     limit=config.max_params()))
     try:
         loaded = ensure_model(state.model_choice() or models.BUNDLED)
     except UserError:

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .. import interventions as ivlink
-from .. import modelrun, models
-from ..charts.canvas import grid_figure, pack
-from ..errors import UserError
-from ..headstats import grid_image, grid_labels
-from ..spec import AttentionSpec
-from . import cache
-from .text import lang, t
+from attention.models import links as ivlink
+from attention import models
+from attention.models import runs as modelrun
+from attention.charts.canvas import grid_figure, pack
+from attention.errors import UserError
+from attention.measures.heads import grid_image, grid_labels
+from attention.spec import AttentionSpec
+from attention.ui import cache
+from attention.ui.text import lang, t
 
 MODELS = 2
 _LOADED: set[str] = set()    # sources loaded in this process (no spinner for those)
@@ -44,10 +45,6 @@ def check(spec: AttentionSpec) -> UserError | None:
         return None
     try:
         loaded = ensure_model(spec.model_source)
-        if spec.model_source == models.BUNDLED:
-            from ..pretrained import encode
-
-            encode(spec.model_text)          # MiniLM's own sentence for its 512 pieces
         loaded.encode(spec.model_text)
         modelrun.check_layer(loaded, spec.layer)
     except UserError as err:

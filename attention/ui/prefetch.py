@@ -4,7 +4,7 @@ A head's overview at 2,048 tokens is its attention recomputed and pooled, three 
 0.13 s of a first click on that head (bench: 230-260 ms from the pointer, against 100-130
 once pooled). After a page draws one head, the others are queued here and computed by one
 background thread, one at a time, each only once no page script has run for QUIET seconds
-(warmup.page_running), so a visitor's own work never waits behind a guess. The queue is
+(activity.page_running), so a visitor's own work never waits behind a guess. The queue is
 short (JOBS) and drops what does not fit; a job whose result a visitor computed meanwhile is
 skipped, since it goes through the same cache.cached as the page. Only a server started by
 serve.py prefetches (`enable`): under `streamlit run app.py` and in AppTest nothing runs
@@ -18,7 +18,7 @@ import queue
 import threading
 from typing import Callable, Hashable
 
-from .warmup import page_running, wait_until_quiet
+from attention.ui.activity import page_running, wait_until_quiet
 
 JOBS = 8          # jobs waiting at most (each holds its Analysis: q, k, v, a few MB)
 QUIET = 0.3       # s without a page script before a job starts

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .. import snapshot
-from ..errors import UserError
-from ..spec import AttentionSpec
-from . import cache, state
-from .text import message, t
+from attention import snapshot
+from attention.errors import UserError
+from attention.spec import AttentionSpec
+from attention.ui import cache, state
+from attention.ui.text import message, t
 
 UPLOAD_KEY, PENDING_KEY, BOX_KEY = "snapshot_file", "snapshot_pending", "snapshot_box"
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass, fields
 
 import streamlit as st
 
-from ..errors import UserError
-from ..examples import DEFAULT_TEXT
-from ..spec import OPTIONAL, AttentionSpec
-from ..tokens import FORMATS, TokenError, parse, parse_tokens, tokens_to_text
-from .text import LANG_KEY, initial_language
+from attention.errors import UserError
+from attention.text.examples import DEFAULT_TEXT
+from attention.spec import OPTIONAL, AttentionSpec
+from attention.tokens import FORMATS, TokenError, parse, parse_tokens, tokens_to_text
+from attention.ui.text import LANG_KEY, initial_language
 
 KEY = "in_"            # prefix of every sidebar widget key
 TEXT, FMT = KEY + "text", KEY + "fmt"

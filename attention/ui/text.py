@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..errors import UserError
-from ..i18n import DEFAULT_LANGUAGE, LANGUAGES, translate
+from attention.errors import UserError
+from attention.i18n import DEFAULT_LANGUAGE, LANGUAGES, translate
 
 LANG_KEY = "lang"
 

@@ -1,8 +1,9 @@
-"""The dashboard's slow work, done in a background thread at server start (see serve.py).
+"""The dashboard's slow work, done in a background thread from the first page run of a server
+process (attention.ui.entry).
 
 It imports torch, pandas, altair and the pages' modules, fills the default view's analysis,
-loads the bundled MiniLM (attention.bert: no transformers) and the "Is sharper better?" page's
-default seed (from disk when this code has trained it before, see attention.experiment_cache).
+loads the bundled MiniLM (attention.models.bert: no transformers) and the "Is sharper better?" page's
+default seed (from disk when this code has trained it before, see attention.files.experiment_cache).
 A first request that arrives meanwhile is served at once and waits only for what it needs:
 imports share Python's import lock, and the warm-up goes through the pages' own cached
 functions, whose per-key locks make a second caller wait for the first computation instead of
@@ -20,19 +21,12 @@ warm-up later finds it loaded instead of loading it twice.
 """
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 
+from attention.ui.activity import POLL, QUIET, page_running, wait_until_quiet
+
 RUNTIME_WAIT = 60.0     # s: the server creates its runtime within a second or two of starting
-# Streamlit runs each page's script in a thread of this name, alive from the start of a run
-# until the session has no rerun queued (tests/test_serve.py checks the name still holds).
-SCRIPT_THREAD = "ScriptRunner.scriptThread"
-QUIET = 1.5     # s without a script run before a deferred step starts: the browser still draws
-                # the charts after the run ends, and a first visitor's browser fetches the
-                # page's code before its first run starts
-MAX_DEFER = 300.0   # s: a deferred step runs after this long even on a server that never rests
-POLL = 0.05         # s between looks at the script threads
 
 
 def _imports() -> None:
@@ -53,18 +47,12 @@ def _wait_for_runtime() -> None:
 
 
 def _pages() -> None:
-    import attention.ui.experiment  # noqa: F401
-    import attention.ui.heatmap_view  # noqa: F401
+    import attention.ui.views.experiment  # noqa: F401
+    import attention.ui.views.heatmap  # noqa: F401
     import attention.ui.layout  # noqa: F401
-    import attention.ui.model_view  # noqa: F401
-    import attention.ui.scores_view  # noqa: F401
-    import attention.ui.upload_view  # noqa: F401
-    from attention import tokens
-
-    # Hook for the Chinese tokenizer's dictionary: a public tokens.warm_up() runs here.
-    hook = getattr(tokens, "warm_up", None)
-    if callable(hook):
-        hook()
+    import attention.ui.views.model  # noqa: F401
+    import attention.ui.views.scores  # noqa: F401
+    import attention.ui.views.upload  # noqa: F401
 
 
 def _altair() -> None:
@@ -103,7 +91,7 @@ def _freeze() -> None:
 
 
 def _sharper() -> None:
-    from attention import experiment_cache
+    from attention.files import experiment_cache
     import attention.ui  # noqa: F401  one torch thread for every computation (see its docstring)
 
     experiment_cache.precompute(0)
@@ -120,26 +108,6 @@ STEPS: tuple[tuple[str, Callable[[], None]], ...] = (
     ("sharper", _sharper), ("freeze model", _freeze),
 )
 DEFERRED = frozenset({"model", "sharper", "freeze model"})
-
-
-def page_running() -> bool:
-    """Is any session's page script running in this process now?"""
-    return any(thread.name == SCRIPT_THREAD for thread in threading.enumerate())
-
-
-def wait_until_quiet(busy: Callable[[], bool] = page_running, quiet: float = QUIET,
-                     limit: float = MAX_DEFER, poll: float = POLL) -> float:
-    """Return once busy() has been false for `quiet` seconds in a row, counted from the call
-    (or after `limit` seconds in all); the seconds waited."""
-    start = calm_since = time.monotonic()
-    while True:
-        now = time.monotonic()
-        running = busy()
-        if running:
-            calm_since = now
-        if (not running and now - calm_since >= quiet) or now - start >= limit:
-            return now - start
-        time.sleep(poll)
 
 
 def warm_up(steps=STEPS, deferred=DEFERRED, busy: Callable[[], bool] = page_running,

@@ -1,0 +1,138 @@
+"""The "is sharper better?" experiments, kept on disk (attention.files.diskcache) between server starts.
+
+A seed's results depend on the source of experiment.py, core.py and metrics.py, on the
+experiment's settings (its upper-case constants: steps, batch sizes, d_k values, the held-out
+set) and on the library versions; all of them go into the key, so a change to any of them
+recomputes and nothing is trusted across versions. Same signatures as the functions in
+attention.experiment, which they wrap.
+
+The page's default seed also ships with the code (SHIPPED, attention/data/experiments/), so a
+freshly started server whose disk cache was never filled shows it at once instead of training
+for about 15 s. Those files are read only under the same full key as above: after any change
+to the experiment's code, settings or libraries they are ignored (and the page trains) until
+they are made again with `--ship`; tests/test_diskcache.py fails until then.
+
+    python -m attention.files.experiment_cache [SEED ...]   # precompute (default: seed 0)
+    python -m attention.files.experiment_cache --ship       # remake the shipped files of seed 0
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from attention import config
+from attention import core, experiment
+
+from attention.files import diskcache
+
+from attention.measures import rows as metrics
+from attention.experiment import Progress, SharpeningStudy
+
+SOURCES = tuple(Path(m.__file__) for m in (experiment, core, metrics))
+SHIPPED = config.DATA / "experiments"
+SHIPPED_SEED = 0
+
+
+def settings(kind: str, **params: object) -> dict[str, object]:
+    """What a result depends on besides the source text: the kind, its parameters and the
+    experiment's constants as they are now (tests patch them to shorten training)."""
+    constants = {name: value for name, value in vars(experiment).items()
+                 if name.isupper() and isinstance(value, (int, float, str, tuple))}
+    return {"kind": kind, "params": params, "constants": constants}
+
+
+def key(kind: str, **params: object) -> str:
+    return diskcache.fingerprint(SOURCES, settings(kind, **params))
+
+
+def _study_record(seed: int, progress: Progress | None = None) -> diskcache.Record:
+    s = experiment.sharpening_study(seed, progress)
+    return diskcache.Record(
+        frames={"sweep": s.sweep, "sample": s.sample, "importance": s.importance},
+        values={"seed": s.seed, "spearman_pooled": s.spearman_pooled,
+                "spearman_within": s.spearman_within})
+
+
+def _scaling_record(seeds: tuple[int, ...], progress: Progress | None = None) -> diskcache.Record:
+    return diskcache.Record(frames={"sweep": experiment.scaling_sweep(seeds, progress)})
+
+
+def _study_key(seed: int) -> str:
+    return key("sharpening", seed=int(seed))
+
+
+def _scaling_key(seeds: tuple[int, ...]) -> str:
+    return key("scaling", seeds=[int(s) for s in seeds])
+
+
+def sharpening_study(seed: int = 0, progress: Progress | None = None) -> SharpeningStudy:
+    """experiment.sharpening_study(seed), from disk when this code has computed it before."""
+    record = diskcache.load_or_compute("sharpening", _study_key(seed),
+                                       lambda: _study_record(seed, progress), shipped=SHIPPED)
+    frames, values = record.frames, record.values
+    return SharpeningStudy(seed=int(values["seed"]), sweep=frames["sweep"],
+                           sample=frames["sample"], importance=frames["importance"],
+                           spearman_pooled=float(values["spearman_pooled"]),
+                           spearman_within=float(values["spearman_within"]))
+
+
+def scaling_sweep(seeds: tuple[int, ...] = (0, 1, 2),
+                  progress: Progress | None = None) -> pd.DataFrame:
+    """experiment.scaling_sweep(seeds), from disk when this code has computed it before."""
+    seeds = tuple(int(s) for s in seeds)
+    record = diskcache.load_or_compute("scaling", _scaling_key(seeds),
+                                       lambda: _scaling_record(seeds, progress), shipped=SHIPPED)
+    return record.frames["sweep"]
+
+
+def scaling_seeds(seed: int) -> tuple[int, int, int]:
+    """The scaling experiment's seeds for the page's seed: it and the next two."""
+    return (seed, seed + 1, seed + 2)
+
+
+def precompute(seed: int = 0) -> None:
+    """Both experiments the page shows for `seed`."""
+    sharpening_study(seed)
+    scaling_sweep(scaling_seeds(seed))
+
+
+def _shipped(seed: int) -> list[tuple[Path, str, Callable[[], diskcache.Record]]]:
+    """(file in SHIPPED, full key, how to train it) of both experiments of `seed`."""
+    seeds = scaling_seeds(seed)
+    entries = (("sharpening", _study_key(seed), lambda: _study_record(seed)),
+               ("scaling", _scaling_key(seeds), lambda: _scaling_record(seeds)))
+    return [(diskcache.path_for(name, k, SHIPPED), k, make) for name, k, make in entries]
+
+
+def shipped_paths(seed: int = SHIPPED_SEED) -> list[Path]:
+    """The files SHIPPED must hold for the current code to start with `seed`'s results."""
+    return [path for path, _, _ in _shipped(seed)]
+
+
+def ship(seed: int = SHIPPED_SEED) -> list[Path]:
+    """Train `seed` afresh (never from a file) and write its records into SHIPPED, replacing
+    the files older code made."""
+    entries = _shipped(seed)
+    paths = [path for path, _, _ in entries]
+    for old in SHIPPED.glob("*.zip"):
+        if old not in paths:
+            old.unlink()
+    for path, full_key, make in entries:
+        diskcache.write(path, full_key, make())
+    return paths
+
+
+if __name__ == "__main__":
+    import torch
+
+    torch.set_num_threads(1)        # tiny heads: a second thread only adds synchronisation
+    if sys.argv[1:] == ["--ship"]:
+        for path in ship():
+            print(f"shipped {path}")
+        sys.exit(0)
+    for s in [int(a) for a in sys.argv[1:]] or [0]:
+        precompute(s)
+        print(f"seed {s}: stored in {diskcache.cache_dir()}")

@@ -1,0 +1,107 @@
+"""A loaded model as the pages see it: its shape, its tokenizer, and `run(text)`."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from attention import config
+from attention.errors import UserError
+from attention.models.capture import ModelRun, forward
+from attention.models.interventions import Intervention, plans
+from attention.models.registered import Forward
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedModel:
+    """A transformers model running core.attention, with what the pages need to know of it."""
+    source: str                      # as given to load_model (bundled name, folder or Hub id)
+    name: str                        # short display name (folder name or Hub id)
+    model: object                    # transformers PreTrainedModel, eval mode, float32
+    tokenizer: object
+    head: str                        # "causal_lm", "masked_lm" or "none" (embeddings only)
+    architecture: str                # the transformers class name, e.g. "LlamaForCausalLM"
+    layers: int
+    heads: int
+    kv_heads: int                    # < heads for grouped-query attention
+    d_head: int
+    hidden: int
+    is_causal: bool                  # queries see only earlier keys
+    max_tokens: int                  # longest text (tokens incl. special ones) it can run
+    params: int
+    special_ids: frozenset[int]
+    special_tokens: tuple[str, ...]
+    w_o: tuple[torch.Tensor | None, ...]  # per layer (hidden, heads * d_head) output
+                                          # projection weight, None where not found
+
+    def encode(self, text: str) -> dict[str, torch.Tensor]:
+        """The tokenizer's tensors for `text` (batch of 1); UserError when empty, beyond
+        `max_tokens`, or holding more attention than one run keeps."""
+        if not isinstance(text, str) or not text.strip():
+            raise UserError("models.empty_text")
+        enc = self.tokenizer(text, return_tensors="pt", truncation=False, verbose=False)
+        n = enc["input_ids"].shape[1]
+        if n > self.max_tokens:
+            raise UserError("models.too_long", pieces=n, limit=self.max_tokens, name=self.name)
+        if self.layers * self.heads * n * n > config.MAX_WEIGHT_CELLS:
+            raise UserError("models.too_many_cells", layers=self.layers, heads=self.heads,
+                            n=n, max_n=math.isqrt(config.MAX_WEIGHT_CELLS // (self.layers * self.heads)))
+        return enc
+
+    def check(self, interventions) -> tuple[Intervention, ...]:
+        """The interventions as a tuple; UserError for a layer or head the model lacks."""
+        out = tuple(interventions)
+        for iv in out:
+            if not isinstance(iv, Intervention):
+                raise TypeError(f"expected Intervention, got {type(iv).__name__}")
+            if iv.layer is not None and not 0 <= iv.layer < self.layers:
+                raise UserError("models.bad_layer", layer=iv.layer, last=self.layers - 1,
+                                name=self.name)
+            if iv.head is not None and not 0 <= iv.head < self.heads:
+                raise UserError("models.bad_head", head=iv.head, last=self.heads - 1,
+                                name=self.name)
+        return out
+
+    def run(self, text: str, interventions=(), *, mask_at: int | None = None) -> ModelRun:
+        """One forward pass of `text` with core.attention (and the interventions) inside.
+        mask_at: replace the token at that position by the tokenizer's mask token first (a
+        masked LM's prediction there); UserError when there is no mask token or position."""
+        interventions = self.check(interventions)
+        enc = self.encode(text)
+        if mask_at is not None:
+            mask_id = getattr(self.tokenizer, "mask_token_id", None)
+            if mask_id is None:
+                raise UserError("models.no_mask_token", name=self.name)
+            n = enc["input_ids"].shape[1]
+            if not 0 <= mask_at < n:
+                raise UserError("models.bad_position", position=mask_at, last=n - 1)
+            enc["input_ids"] = enc["input_ids"].clone()
+            enc["input_ids"][0, mask_at] = mask_id
+        ids = enc["input_ids"][0]                                      # (n,)
+        sinks = torch.isin(ids, torch.tensor(sorted(self.special_ids), dtype=ids.dtype))
+        sinks[0] = True                                                # (n,) first token too
+        state = Forward(plans=plans(interventions, self.layers, self.heads), sinks=sinks)
+        out, last = forward(self.model, enc, state)
+        real = enc["attention_mask"][0].bool()                         # (n,)
+        pooled = last[real].mean(dim=0)                                # (hidden,)
+        logits = out.logits[0] if self.head != "none" else None        # (n, vocab)
+        return ModelRun(
+            tokens=tuple(self.tokenizer.convert_ids_to_tokens(ids.tolist())),
+            ids=tuple(ids.tolist()), weights=torch.stack(state.weights),
+            logits=logits, embedding=torch.nn.functional.normalize(pooled, dim=0),
+            last_hidden=last, q=torch.stack(state.q), k=torch.stack(state.k),
+            v=torch.stack(state.v), mask=torch.stack(state.masks),
+            scaling=tuple(state.scaling), sinks=sinks, interventions=interventions)
+
+    def value_vectors(self, run: ModelRun, layer: int) -> torch.Tensor | None:
+        """f_h(x_j) = v_h(x_j) W_O[:, h] (Kobayashi et al. 2020): what head h adds to the
+        residual stream per unit of weight on token j. (heads, n, hidden), or None when the
+        output projection of this architecture was not found."""
+        w_o = self.w_o[layer]
+        if w_o is None:
+            return None
+        w = w_o.view(w_o.shape[0], self.heads, self.d_head).permute(1, 2, 0)  # (heads, d, hidden)
+        return run.v[layer] @ w                                        # (heads, n, hidden)
+
+

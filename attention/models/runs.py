@@ -1,0 +1,178 @@
+"""A loaded model's runs as the pages use them: one function from (model source, text, layer)
+to that layer's q, k, v and mask (the Heatmap and Score analysis pages), the per-head report
+of the Model heads page, and what an intervention changes at the output, for any model
+`load_model` accepts. Every model's runs are kept in RUNS, one byte budget for all of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pandas as pd
+import torch
+
+from attention import config
+from attention.bounded import ByteLRU
+from attention.errors import UserError
+from attention.measures import heads as headstats
+from attention.measures.rollout import rollout
+from attention.measures.sinks import hide_sinks as hidden_sinks
+from attention.models import outcomes
+from attention.models.capture import ModelRun
+from attention.models.loaded import LoadedModel
+from attention.models.loading import load_model
+
+RUNS = ByteLRU(config.RUN_BYTES)
+
+
+def run(source: str, text: str, interventions: tuple = (), *,
+        mask_at: int | None = None) -> ModelRun:
+    """One forward pass of `text` through the model `source` names (UserError otherwise);
+    runs without interventions are kept in RUNS."""
+    if not interventions and mask_at is None:
+        return RUNS.get_or_compute((source, text), lambda: load_model(source).run(text))
+    return load_model(source).run(text, interventions, mask_at=mask_at)
+
+
+def check_layer(loaded: LoadedModel, layer: int) -> int:
+    if not 0 <= layer < loaded.layers:
+        raise UserError("models.bad_layer", layer=layer, last=loaded.layers - 1, name=loaded.name)
+    return layer
+
+
+def layer_inputs(source: str, text: str, layer: int) -> tuple[tuple[str, ...], torch.Tensor,
+                                                               torch.Tensor, torch.Tensor]:
+    """The model's tokens and layer `layer`'s q, k, v (heads, n, d_head) as its attention saw
+    them (RoPE applied, grouped k/v repeated to the query heads)."""
+    check_layer(load_model(source), layer)
+    r = run(source, text)
+    return r.tokens, r.q[layer], r.k[layer], r.v[layer]
+
+
+def layer_mask(source: str, text: str, layer: int, *, hide_sinks: bool = False) -> torch.Tensor | None:
+    """The layer's own mask (n, n) bool, True = may attend (causal for a causal model), without
+    the sink keys when hide_sinks (a row left with no key keeps its keys); None = every key."""
+    r = run(source, text)
+    mask = r.mask[layer]                                                 # (n, n)
+    if hide_sinks:
+        mask = hidden_sinks(mask, r.sinks, mask.shape)                   # (n, n)
+    return None if bool(mask.all()) else mask
+
+
+def special_names(loaded: LoadedModel) -> tuple[str | None, str | None]:
+    """The model's opening and separating special tokens for Clark et al.'s [CLS] and [SEP]
+    columns: cls_token (else bos_token) and sep_token (else eos_token); None when absent."""
+    tok = loaded.tokenizer
+    opening = getattr(tok, "cls_token", None) or getattr(tok, "bos_token", None)
+    closing = getattr(tok, "sep_token", None) or getattr(tok, "eos_token", None)
+    return opening, closing
+
+
+def unknown_count(loaded: LoadedModel, ids) -> tuple[str | None, int]:
+    """The tokenizer's unknown token and how many of `ids` are it."""
+    unk_id = getattr(loaded.tokenizer, "unk_token_id", None)
+    unk = getattr(loaded.tokenizer, "unk_token", None)
+    return unk, 0 if unk_id is None else sum(1 for i in ids if i == unk_id)
+
+
+@dataclass(frozen=True, eq=False)
+class HeadsReport:
+    """What the Model heads page shows about one text through one model, computed once."""
+    name: str
+    tokens: tuple[str, ...]
+    weights: torch.Tensor        # (layers, heads, n, n) as the model computed them
+    shown: torch.Tensor          # (layers, heads, n, n) weights as drawn (sinks hidden or not)
+    table: pd.DataFrame          # one row per (layer, head): HEAD_COLUMNS + SINK_COLUMNS
+    rollout: torch.Tensor        # (layers, n, n)
+    special: tuple[str | None, str | None]   # the tokens the [CLS] / [SEP] columns count
+    unk: tuple[str | None, int]  # the unknown token and how many pieces are it
+    is_causal: bool
+    has_values: bool             # the output projection is known: value-weighted norms work
+
+
+def heads_report(source: str, text: str, *, hide_sinks: bool = False) -> HeadsReport:
+    """Every head of `text` through `source`: Clark et al.'s table with the model's own
+    special tokens and the sink shares in one table, the rollout (of the weights as the
+    model used them)."""
+    loaded = load_model(source)
+    r = run(source, text)
+    weights = r.weights                                                  # (layers, heads, n, n)
+    special = special_names(loaded)
+    special_keys = torch.tensor([i in loaded.special_ids for i in r.ids], dtype=torch.bool)
+    return HeadsReport(
+        name=loaded.name, tokens=r.tokens, weights=weights,
+        shown=without_sinks(r) if hide_sinks else weights,
+        table=headstats.head_table(weights, r.tokens, *special).merge(
+            headstats.sink_table(weights, special_keys), on=["layer", "head"]),
+        rollout=rollout(weights), special=special,
+        unk=unknown_count(loaded, r.ids), is_causal=loaded.is_causal,
+        has_values=all(w is not None for w in loaded.w_o))
+
+
+def without_sinks(r: ModelRun) -> torch.Tensor:
+    """Every head's weights (layers, heads, n, n) recomputed from the run's q and k with the
+    sink keys masked (attention.measures.sinks): the softmax over the other keys."""
+    return replace(r, mask=hidden_sinks(r.mask, r.sinks, r.mask.shape)).recompute().weights
+
+
+def value_weighted(source: str, text: str, layer: int, head: int):
+    """One head's weights alpha (n, n), ||alpha_ij f(x_j)|| (n, n) and ||f(x_j)|| (n,)
+    (Kobayashi et al. 2020); None when the model's output projection was not found."""
+    loaded = load_model(source)
+    r = run(source, text)
+    f = loaded.value_vectors(r, layer)
+    if f is None:
+        return None
+    alpha = r.weights[layer, head]                                       # (n, n)
+    f = f[head]                                                          # (n, hidden)
+    return alpha, headstats.value_weighted_norms(alpha, f), f.norm(dim=-1)
+
+
+# ---- what an intervention changes at the output (summaries: a few rows, not n x vocab) ------
+
+
+@dataclass(frozen=True, eq=False)
+class LmOutcome:
+    """A language model's prediction at one position, before and after the interventions."""
+    position: int                # the position whose prediction is compared
+    token: str                   # the token there (the masked piece for a masked LM)
+    top: pd.DataFrame            # outcomes.compare_top
+    kl: float                    # KL(before || after) at that position, nats
+    losses: pd.DataFrame | None  # outcomes.loss_table over the text (causal LM only)
+
+
+def lm_outcome(source: str, text: str, interventions: tuple, *,
+               mask_at: int | None = None) -> LmOutcome:
+    """Causal LM (mask_at None): the next token after the text, and each token's loss.
+    Masked LM: the prediction at `mask_at` (that piece replaced by the mask token), or, when
+    mask_at is None, at the first mask token already in the text."""
+    loaded = load_model(source)
+    before = run(source, text, mask_at=mask_at)
+    after = run(source, text, interventions, mask_at=mask_at)
+    decode = lambda i: loaded.tokenizer.convert_ids_to_tokens(int(i))  # noqa: E731
+    if loaded.head == "causal_lm":
+        position = before.n - 1
+        losses = outcomes.loss_table(before.logits, after.logits, before.ids, before.tokens) \
+            if before.n > 1 else None
+        token = before.tokens[position]
+    else:
+        mask_id = loaded.tokenizer.mask_token_id
+        position = mask_at if mask_at is not None else before.ids.index(mask_id)
+        losses = None
+        token = run(source, text).tokens[position]
+    b, a = before.logits[position], after.logits[position]             # (vocab,) each
+    return LmOutcome(position=position, token=token, top=outcomes.compare_top(b, a, decode),
+                     kl=outcomes.kl_divergence(b, a), losses=losses)
+
+
+def embedding_outcome(source: str, text: str, interventions: tuple,
+                      lines: tuple[str, ...]) -> tuple[float, pd.DataFrame | None]:
+    """The cosine between the text's embeddings before and after, and (two lines or more)
+    every pair of lines' cosine before and after (outcomes.similarity_frame)."""
+    cos = outcomes.cosine(run(source, text).embedding,
+                          run(source, text, interventions).embedding)
+    if len(lines) < 2:
+        return cos, None
+    loaded = load_model(source)
+    plain = torch.stack([loaded.run(line).embedding for line in lines])           # (s, hidden)
+    changed = torch.stack([loaded.run(line, interventions).embedding for line in lines])
+    return cos, outcomes.similarity_frame(plain, changed, lines)

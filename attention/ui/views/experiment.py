@@ -1,0 +1,169 @@
+"""The "Is sharper better?" page: cached training runs, their charts, conclusions, tables and
+formulas.
+
+The runs are st.cache_data keyed on the seed (the results are small DataFrames), shared by
+every session, over attention.files.experiment_cache, which keeps them on disk: a seed trained once
+is instant for everyone afterwards, across server restarts, until the code changes. The
+progress bar is drawn inside the cached function, so on a cache hit Streamlit replays it as
+"drawn, then emptied": nothing. The page script stays a few calls:
+
+    draw_experiments()    # seed picker (?sh_seed=), five charts, tables and downloads
+    draw_explanation()    # the formulas and the references
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from attention import experiment
+
+from attention.conclusions import scores as conclusions
+
+from attention.files import experiment_cache
+from attention.files.experiment_cache import scaling_seeds
+from attention.charts import experiment as charts
+from attention.ui.chart import show
+from attention.ui.explain import explanation
+from attention.ui.export import chart_buttons, csv_button
+from attention.ui.state import view_widget
+from attention.ui.text import lang, t
+
+SEED_RANGE = (0, 9999)
+SEED_VIEW = "sh_seed"    # URL key: sh_<name> on this page (docs/architecture.md)
+
+
+def _with_progress(label: str, run):
+    bar = st.progress(0.0, text=label)
+    result = run(lambda fraction: bar.progress(min(max(fraction, 0.0), 1.0), text=label))
+    bar.empty()
+    return result
+
+
+@st.cache_data(max_entries=32, ttl="6h", show_spinner=False)
+def sharpening(seed: int) -> experiment.SharpeningStudy:
+    return _with_progress(t("sharper.training_head"),
+                          lambda progress: experiment_cache.sharpening_study(seed, progress))
+
+
+@st.cache_data(max_entries=32, ttl="6h", show_spinner=False)
+def scaling(seed: int) -> pd.DataFrame:
+    return _with_progress(t("sharper.training_scaling"), lambda progress:
+                          experiment_cache.scaling_sweep(scaling_seeds(seed), progress))
+
+
+def draw_experiments() -> None:
+    """Train (or fetch) this seed's runs, then every chart with its conclusion, and the tables.
+
+    The trained head (one short run) is drawn before the scaling runs start (about fifteen
+    times its CPU time on a seed's first visit), so a reader has its four sections while the
+    progress bar runs. Training uses one torch thread, like every computation of the UI
+    (attention/ui/__init__.py)."""
+    seed = pick_seed()
+    study = sharpening(seed)
+    st.caption(t("sharper.cached", seed=seed))
+    draw_sharpening(study)
+    draw_importance(study)
+    sweep = scaling(seed)
+    draw_scaling(seed, sweep)
+    draw_tables(seed, study, sweep)
+
+
+def pick_seed() -> int:
+    """The training seed, kept in the URL as ?sh_seed=."""
+    lo, hi = SEED_RANGE
+    return view_widget(SEED_VIEW, st.number_input, default=0, cast=int,
+                       valid=lambda v: lo <= v <= hi, label=t("sharper.seed"), min_value=lo,
+                       max_value=hi, step=1, help=t("sharper.seed_help"), width=220)
+
+
+def _section(title_key: str, caption: str, chart, name: str, conclusion: str) -> None:
+    """One experiment: title, caption, chart, the conclusion written from its numbers, and the
+    chart's PNG/SVG buttons."""
+    st.subheader(t(title_key))
+    st.caption(caption)
+    show(chart, width="content")
+    st.info(conclusion, icon=":material/insights:")
+    chart_buttons(chart, name)
+
+
+def draw_sharpening(study: experiment.SharpeningStudy) -> None:
+    """A trained head sharpened at test time: accuracy, relevant mass, and one sample's rows."""
+    sweep, code = study.sweep, lang()
+    accuracy = sweep.set_index("multiplier")["accuracy"].to_dict()
+    _section("sharper.sec_sharpen", t("sharper.sharpen_caption", eval=experiment.EVAL_SIZE),
+             charts.sharpening_chart(sweep, code), "sharpening",
+             conclusions.sharpening_conclusion(sweep, code))
+    _section("sharper.sec_mass", t("sharper.mass_caption"), charts.mass_chart(sweep, code),
+             "relevant_mass", conclusions.mass_conclusion(sweep, code))
+    _section("sharper.sec_sample", t("sharper.sample_caption"),
+             charts.sample_chart(study.sample, code), "sample_attention",
+             conclusions.sample_conclusion(study.sample, accuracy, code))
+
+
+def draw_scaling(seed: int, sweep: pd.DataFrame) -> None:
+    """Scaled against unscaled training as d_k grows, over three seeds."""
+    _section("sharper.sec_scaling",
+             t("sharper.scaling_caption", seeds=", ".join(map(str, scaling_seeds(seed)))),
+             charts.scaling_chart(sweep, lang()), "scaling",
+             conclusions.scaling_conclusion(sweep, lang()))
+
+
+def draw_importance(study: experiment.SharpeningStudy) -> None:
+    """Attention weight against leave-one-out importance, with the rank correlations."""
+    _section("sharper.sec_importance",
+             t("sharper.importance_caption", samples=study.importance["sample"].nunique()),
+             charts.importance_chart(study.importance, lang()), "importance",
+             conclusions.importance_conclusion(study.importance, study.spearman_pooled,
+                                          study.spearman_within, lang()))
+
+
+def draw_tables(seed: int, study: experiment.SharpeningStudy, sweep: pd.DataFrame) -> None:
+    """The sharpening and scaling tables with their CSVs, and the importance CSV."""
+    st.subheader(t("sharper.sec_tables"))
+    for key, table, name in (("sharper.table_sharpen", study.sweep, "sharpening_sweep"),
+                             ("sharper.table_scaling", sweep, "scaling_sweep")):
+        st.caption(t(key))
+        st.dataframe(table, hide_index=True, width="stretch")
+        csv_button(table, f"{name}_seed{seed}")
+    st.caption(t("sharper.table_importance"))
+    csv_button(study.importance, f"importance_seed{seed}")
+
+
+def _formulas() -> list[tuple[str, str]]:
+    """(interface-text key of the sentence before it, LaTeX); the words inside the formulas
+    are interface text too, so they are built in the session's language."""
+    rel, mass, onehot, when = (t(f"sharper.tex_{k}") for k in ("relevant", "mass", "onehot", "as"))
+    return [
+        ("sharper.f_task",
+         rf"r_j = \mathbb{{1}}[j\ \text{{{rel}}}] + 0.3\,\varepsilon,\qquad "
+         rf"e_j = \mathbb{{1}}[j\ \text{{{rel}}}]\cdot 0.5\,y + \varepsilon,\qquad y = \pm 1"),
+        ("sharper.f_ceiling",
+         rf"\tfrac14 \textstyle\sum_{{j\,\text{{{rel}}}}} e_j \sim \mathcal{{N}}(0.5\,y,\ 0.5^2)"
+         r"\ \Rightarrow\ \Phi(1) = 0.841,\qquad e_j \sim \mathcal{N}(0.5\,y,\ 1)"
+         r"\ \Rightarrow\ \Phi(0.5) = 0.691"),
+        ("sharper.f_model",
+         r"k_j = x_j W_K,\quad v_j = x_j W_V,\quad p = \operatorname{softmax}"
+         r"\Big(\frac{q\cdot k_j}{\sqrt{d_k}}\Big),\quad "
+         r"\hat y = w^{\top}\textstyle\sum_j p_j v_j + b"),
+        ("sharper.f_sharpen",
+         r"p^{(m)}_j = \frac{\exp(m\,s_j)}{\sum_l \exp(m\,s_l)},\quad "
+         r"s_j = \frac{q\cdot k_j}{\sqrt{d_k}},\qquad p^{(\infty)} = "
+         rf"\text{{{onehot}}}(\arg\max_j s_j)"),
+        ("sharper.f_metrics",
+         r"\max_j p_j,\qquad n_{\text{eff}} = e^{H(p)},\ H(p) = -\textstyle\sum_j p_j\ln p_j,"
+         rf"\qquad \text{{{mass}}} = \textstyle\sum_{{j\,\text{{{rel}}}}} p_j"),
+        ("sharper.f_importance",
+         r"\Delta_j = \big|\hat y(x) - \hat y(x_{\setminus j})\big|,\qquad "
+         r"\rho = \operatorname{corr}\big(\operatorname{rank}(p), "
+         r"\operatorname{rank}(\Delta)\big)"),
+        ("sharper.f_gradient",
+         r"\frac{\partial p}{\partial s} = \operatorname{diag}(p) - p\,p^{\top}"
+         rf"\ \longrightarrow\ 0\quad \text{{{when}}}\ p \to \text{{{onehot}}}"),
+    ]
+
+
+def draw_explanation() -> None:
+    """The collapsible task, model and metric formulas, then the references."""
+    explanation("sharper.explain", _formulas())
+    st.subheader(t("sharper.references"))
+    st.markdown(t("sharper.ref_list"))
