@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from attention.measures.rank import spearman
 from attention import core
 
 from attention.measures import rows as metrics
@@ -219,7 +220,7 @@ def sharpening_study(seed: int = 0, progress: Progress | None = None) -> Sharpen
     return SharpeningStudy(
         seed=seed, sweep=sweep, sample=sample_frame(head, data, 0), importance=importance,
         spearman_pooled=spearman(importance["weight"], importance["effect"]),
-        spearman_within=float(np.mean(within)),
+        spearman_within=float(np.nanmean(within)) if not np.isnan(within).all() else math.nan,
     )
 
 
@@ -281,29 +282,6 @@ def importance_frame(head: Heads, data: Batch, samples: int) -> pd.DataFrame:
         "weight": weights[0].numpy().astype(float).ravel(),
         "effect": effect.numpy().astype(float).ravel(),
     })
-
-
-def ranks(values) -> np.ndarray:
-    """Ranks 1..n with ties given their average rank (as Spearman's rho needs)."""
-    a = np.asarray(values, dtype=float)
-    order = a.argsort(kind="mergesort")
-    sorted_a = a[order]
-    first = np.r_[True, sorted_a[1:] != sorted_a[:-1]]                 # start of each run of ties
-    group = first.cumsum() - 1                                          # run index per sorted value
-    starts = np.flatnonzero(first)
-    ends = np.r_[starts[1:], a.size]
-    out = np.empty(a.size)
-    out[order] = ((starts + ends + 1) / 2.0)[group]                     # mean of ranks start+1..end
-    return out
-
-
-def spearman(a, b) -> float:
-    """Spearman's rank correlation: Pearson's r of the tie-averaged ranks (0 if a side is
-    constant)."""
-    ra, rb = ranks(a), ranks(b)
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    denom = math.sqrt(float((ra * ra).sum() * (rb * rb).sum()))
-    return float((ra * rb).sum() / denom) if denom > 0 else 0.0
 
 
 def _part(progress: Progress | None, start: float, end: float) -> Progress | None:

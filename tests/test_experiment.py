@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
+from attention.measures.rank import spearman
 from attention import core, task
 from attention import experiment as ex
 
@@ -215,26 +216,9 @@ def test_importance_is_the_leave_one_out_change(study, monkeypatch):
     assert study.importance.groupby("sample")["weight"].sum().to_numpy() == pytest.approx(1.0)
 
 
-def test_spearman_against_hand_computed_cases():
-    assert ex.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
-    assert ex.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
-    # ranks (1, 2, 3) vs (1, 3, 2): 1 - 6 * (0 + 1 + 1) / (3 * 8) = 0.5
-    assert ex.spearman([1, 2, 3], [1, 3, 2]) == pytest.approx(0.5)
-    assert ex.spearman([1, 1, 1], [1, 2, 3]) == 0.0
-    assert list(ex.ranks([3.0, 1.0, 3.0, 2.0])) == [3.5, 1.0, 3.5, 2.0]
-
-
-def test_spearman_matches_pandas_rank_correlation():
-    rng = np.random.default_rng(0)
-    a = rng.integers(0, 5, 200).astype(float)            # many ties
-    b = a + rng.normal(size=200)
-    expected = pd.Series(a).rank().corr(pd.Series(b).rank())
-    assert ex.spearman(a, b) == pytest.approx(expected, abs=1e-12)
-
-
 def test_study_correlations_are_the_frames(study):
     imp = study.importance
-    assert study.spearman_pooled == pytest.approx(ex.spearman(imp["weight"], imp["effect"]))
+    assert study.spearman_pooled == pytest.approx(spearman(imp["weight"], imp["effect"]))
     assert -1 <= study.spearman_within <= 1
     sample = study.sample
     assert set(sample["multiplier"]) == {"1", "argmax"}

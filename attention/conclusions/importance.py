@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from attention.i18n import translate
-from attention.importance import spearman
+from attention.measures.rank import spearman
 
 CLEAR = 0.3          # |Spearman| below this: "says little"
 FLAT = 0.005         # metric changes smaller than this count as no change

@@ -56,6 +56,7 @@ from attention.models.registered import FORWARD, Forward
 from attention import config
 from attention.errors import UserError
 from attention.measures.heads import head_stats
+from attention.measures.rank import spearman
 from attention.measures.rollout import rollout
 
 BATCH_TOKENS = config.IMPORTANCE_BATCH_TOKENS
@@ -367,18 +368,6 @@ def token_importance(model: M.LoadedModel, texts) -> pd.DataFrame:
         frame["flow"] = frame[f"flow_{last}"]
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
-
-
-def spearman(a, b) -> float:
-    """Spearman's rank correlation (average ranks for ties); NaN when either is constant,
-    has fewer than 3 values, or any value is NaN."""
-    a, b = pd.Series(np.asarray(a, dtype=float)), pd.Series(np.asarray(b, dtype=float))
-    if len(a) < 3 or a.isna().any() or b.isna().any():
-        return float("nan")
-    ra, rb = a.rank(), b.rank()
-    if ra.std() == 0 or rb.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def layer_agreement(tokens: pd.DataFrame, *, words_only: bool = False) -> pd.DataFrame:
