@@ -22,9 +22,13 @@ TEXT = "the cat sat on the mat and the dog barked at it ."
 
 @pytest.fixture(autouse=True)
 def _policy(monkeypatch):
-    """Every test starts with the default policy: no downloads, default cap, no allow-list."""
-    for name in (config.ENV_DOWNLOADS, config.ENV_MAX_PARAMS, config.ENV_ALLOWED):
+    """Every test starts with the default policy on the developer's own machine (folders and
+    Hub ids on, as `make run` sets it): no downloads, default caps, no allow-list. The shared
+    server's default (folders off) is tests/test_policy.py's and test_hostile_models.py's."""
+    for name in (config.ENV_DOWNLOADS, config.ENV_MAX_PARAMS, config.ENV_ALLOWED,
+                 config.ENV_MODEL_MEMORY, config.ENV_RESULTS):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(config.ENV_LOCAL, "1")
 
 
 def _eager(folder):
@@ -286,13 +290,19 @@ def test_size_cap_and_allow_list(tiny, monkeypatch):
     assert _key(M.load_model, folder) == "models.too_large"          # cached model too
     assert _key(M.load_model, str(tiny["qwen2"])) == "models.too_large"
     monkeypatch.setenv(config.ENV_MAX_PARAMS, "1000")
-    loading._load_cached.cache_clear()
+    loading.clear_kept()
     assert _key(M.load_model, str(tiny["bert_base"])) == "models.too_large"
     assert M.load_model(M.BUNDLED).params > 1000                     # bundled: always allowed
     monkeypatch.delenv(config.ENV_MAX_PARAMS)
     monkeypatch.setenv(config.ENV_ALLOWED, "gpt2, Qwen/Qwen2-0.5B")
+    assert M.load_model(folder).params == params                     # local: folders too
+    monkeypatch.delenv(config.ENV_LOCAL)                              # a shared server
     assert _key(M.load_model, folder) == "models.not_allowed"
     assert M.load_model(M.BUNDLED).layers == 6
+    assert M.load_model(folder, trusted=True).params == params       # the operator's own call
+    monkeypatch.setenv(config.ENV_ALLOWED, f"gpt2, {folder}")        # a folder the deployer lists
+    assert M.load_model(folder).params == params
+    assert _key(M.load_model, str(tiny["qwen2"])) == "models.not_allowed"
 
 
 def test_hub_id_without_downloads_never_touches_the_network(monkeypatch):
@@ -325,7 +335,27 @@ def test_bad_text_and_interventions(tiny):
 
 
 def test_non_bundled_cache_is_bounded(tiny):
-    loading._load_cached.cache_clear()
+    loading.clear_kept()
     for name in ("gpt2", "llama", "qwen2"):
         M.load_model(str(tiny[name]))
-    assert loading._load_cached.cache_info().currsize == config.MODELS_KEPT == 2
+    assert loading.kept() == (str(tiny["llama"]), str(tiny["qwen2"]))
+    assert len(loading.kept()) == config.MODELS_KEPT == 2
+
+
+def test_messages_quote_the_typed_string_never_the_resolved_path(tmp_path, tiny, monkeypatch):
+    """/proc/self resolves to /proc/<pid>; a symlink to its target: neither is ever shown."""
+    import os
+
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "empty", target_is_directory=True)
+    (tmp_path / "empty").mkdir()
+    for typed in ("/proc/self", str(link), f"{tmp_path}/empty/../empty"):
+        with pytest.raises(UserError) as err:
+            M.load_model(typed)
+        text = str(err.value)
+        assert f"'{config.shown(typed)}'" in text, text
+        assert f"/proc/{os.getpid()}" not in text and str(tmp_path / "empty") + "'" not in text
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError) as err:
+        M.load_model("./empty")
+    assert "'./empty'" in str(err.value) and str(tmp_path) not in str(err.value)

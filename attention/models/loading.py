@@ -1,48 +1,74 @@
 """load_model(source): the bundled MiniLM, a local folder or a Hub id, under the policy of
-attention.config (allow-list, downloads, parameter cap). Never `trust_remote_code`;
-safetensors weights only (pickled .bin files can run code). A model whose attention does not
-go through the registered function, or that changes its scores in ways the core does not
-(logit soft-capping, learned sinks, position biases), is refused by a two-token probe forward.
-transformers is imported lazily; the bundled model never imports it (attention.models.bert)."""
+attention.config (which sources a visitor may name, downloads, the parameter cap, the memory
+cap on loaded models). Never `trust_remote_code`; safetensors weights only (pickled .bin files
+can run code). A model whose attention does not go through the registered function, or that
+changes its scores in ways the core does not (logit soft-capping, learned sinks, position
+biases), is refused by a two-token probe forward. transformers is imported lazily; the bundled
+model never imports it (attention.models.bert).
+
+Every message quotes the user's own string (config.shown), never the path it resolves to."""
 from __future__ import annotations
 
+import gc
 import json
+import math
 import re
+import threading
+import weakref
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 import torch
 
-from attention import config as policy
-from attention.config import BUNDLED, allowed_models, downloads_allowed, max_params
+from attention import config
+from attention.config import BUNDLED, Policy, shown
 from attention.errors import UserError
 from attention.models.capture import forward
 from attention.models.loaded import LoadedModel
 from attention.models.registered import IMPLEMENTATION, Forward, Unsupported, register
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?")
+BYTES_PER_PARAM = 4             # float32 weights: a model's memory, estimated before loading
+
+# The non-bundled models kept (least recently used first), and every one still alive: kept,
+# or evicted while a caller still holds it (its memory is not free yet). One load at a time.
+_LOCK = threading.RLock()
+_KEPT: OrderedDict[tuple[str, str], LoadedModel] = OrderedDict()
+_ALIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+# Callables that drop other holders' references to models (the pages' own cache registers
+# one): called before a load is refused for memory that evicted models still hold.
+RELEASE: list[Callable[[], None]] = []
 
 
-def load_model(source: str = BUNDLED) -> LoadedModel:
-    """The model `source` names, loaded once and kept (the bundled one always, at most
-    policy.MODELS_KEPT others). source: "all-MiniLM-L6-v2" (bundled, offline), a local folder with
-    config.json, tokenizer files and .safetensors weights, or a Hugging Face Hub id (fetched
-    only when ATTENTION_EXPLORER_ALLOW_DOWNLOADS=1; otherwise only from the local cache).
-    UserError for anything a user can get wrong."""
-    source = source.strip() if isinstance(source, str) else ""
+def load_model(source: str = BUNDLED, *, trusted: bool = False) -> LoadedModel:
+    """The model `source` names, loaded once and kept (the bundled one always, others while
+    they fit in config.policy().model_memory_bytes, the least recently used evicted first).
+    source: "all-MiniLM-L6-v2" (bundled, offline), a local folder with config.json, tokenizer
+    files and .safetensors weights, or a Hugging Face Hub id (fetched only when
+    ATTENTION_EXPLORER_ALLOW_DOWNLOADS=1; otherwise only from the local cache).
+
+    Untrusted (the default, and always from a page), only the bundled model and the
+    allow-list load unless the policy is local (ATTENTION_EXPLORER_LOCAL_MODELS=1): anything
+    else gets the one sentence models.not_allowed, decided on the string alone before the
+    disk is looked at. trusted=True (the operator's command line and Python code) takes any
+    folder or Hub id. UserError for anything a user can get wrong."""
+    raw = source if isinstance(source, str) else ""
+    source = raw.strip()
+    policy = config.policy()
     if not source:
-        raise UserError("models.unknown_source", source=source)
+        raise UserError("models.unknown_source", source=shown(raw))
     if source == BUNDLED:
         return _bundled()
-    allowed = allowed_models()
-    if allowed is not None and source not in allowed:
-        raise UserError("models.not_allowed", source=source,
-                        allowed=", ".join((BUNDLED, *allowed)))
+    if not trusted and not policy.permits(source):
+        raise UserError("models.not_allowed", source=shown(source),
+                        allowed=", ".join(policy.sources), env=config.ENV_LOCAL)
     kind, location = _resolve(source)
-    loaded = _load_cached(kind, location)
-    if loaded.params > max_params():    # the cap may have been lowered since it was loaded
-        raise UserError("models.too_large", source=source, params=loaded.params,
-                        limit=max_params())
+    loaded = _load_kept(kind, location, source, policy)
+    if loaded.params > policy.max_params:   # the cap may have been lowered since it was loaded
+        raise UserError("models.too_large", source=shown(source), params=loaded.params,
+                        limit=policy.max_params)
     return loaded
 
 
@@ -64,25 +90,86 @@ def _bundled() -> LoadedModel:
                      params=sum(p.numel() for p in model.parameters()), config=model.config)
 
 
-@lru_cache(maxsize=policy.MODELS_KEPT)
-def _load_cached(kind: str, location: str) -> LoadedModel:
-    return _load(kind, location)
+def clear_kept() -> None:
+    """Forget every kept non-bundled model (tests, benchmarks)."""
+    with _LOCK:
+        _KEPT.clear()
+    gc.collect()
+
+
+def kept() -> tuple[str, ...]:
+    """The sources of the non-bundled models kept, least recently used first."""
+    with _LOCK:
+        return tuple(m.source for m in _KEPT.values())
+
+
+def _bytes(params: int) -> int:
+    return params * BYTES_PER_PARAM
+
+
+def _alive_bytes() -> int:
+    return sum(_bytes(m.params) for m in list(_ALIVE.values()))
+
+
+def _load_kept(kind: str, location: str, source: str, policy: Policy) -> LoadedModel:
+    key = (kind, location)
+    with _LOCK:
+        loaded = _KEPT.get(key) or _ALIVE.get(key)   # one evicted but still held: no 2nd copy
+        if loaded is None:
+            loaded = _load(kind, location, source, policy)
+            _ALIVE[key] = loaded
+        _KEPT[key] = loaded
+        _KEPT.move_to_end(key)
+        while len(_KEPT) > config.MODELS_KEPT:
+            _KEPT.popitem(last=False)
+        return loaded
+
+
+def _make_room(params: int, source: str, policy: Policy) -> None:
+    """Evict kept models, least recently used first, until `params` more parameters fit in
+    the memory cap beside every model alive (the bundled one reserved, loaded or not).
+    UserError when the model cannot fit even alone, or when models still in use leave too
+    little room; called before any weight is read."""
+    cap, need = policy.model_memory_bytes, _bytes(params)
+    bundled = _bytes(config.BUNDLED_PARAMS)
+
+    def mb(n: int) -> int:
+        return max(0, math.ceil(n / 1e6))
+
+    def fits() -> bool:
+        return bundled + _alive_bytes() + need <= cap
+
+    if bundled + need > cap:
+        raise UserError("models.memory_alone", source=shown(source), need=mb(need),
+                        cap=mb(cap), bundled=mb(bundled))
+    while not fits() and _KEPT:
+        _KEPT.popitem(last=False)
+        gc.collect()
+    if not fits():                   # evicted models that another cache still holds
+        for release in list(RELEASE):
+            release()
+        gc.collect()
+    if not fits():
+        raise UserError("models.memory_busy", source=shown(source), need=mb(need), cap=mb(cap),
+                        free=mb(cap - bundled - _alive_bytes()))
 
 
 def _resolve(source: str) -> tuple[str, str]:
-    """("folder", absolute path) or ("hub", id)."""
+    """("folder", absolute path) or ("hub", id). The resolved path is a cache key only:
+    messages quote `source`."""
     path = Path(source).expanduser()
     if path.is_dir():
         return "folder", str(path.resolve())
     if HUB_ID.fullmatch(source) and not path.exists():
         return "hub", source
     if source.startswith(("/", ".", "~", "\\")) or "/" in source or path.exists():
-        raise UserError("models.no_folder", path=source)
-    raise UserError("models.unknown_source", source=source)
+        raise UserError("models.no_folder", path=shown(source))
+    raise UserError("models.unknown_source", source=shown(source))
 
 
-def _config_json(kind: str, location: str, source: str) -> dict:
-    """config.json as a dict (read as plain JSON: nothing of the model runs)."""
+def _config_json(kind: str, location: str, source: str, policy: Policy) -> dict:
+    """config.json as a dict (read as plain JSON: nothing of the model runs). source: the
+    user's string as messages quote it."""
     if kind == "folder":
         path = Path(location) / "config.json"
         if not path.is_file():
@@ -91,10 +178,11 @@ def _config_json(kind: str, location: str, source: str) -> dict:
         from huggingface_hub import hf_hub_download
 
         try:
-            path = hf_hub_download(location, "config.json", local_files_only=not downloads_allowed())
+            path = hf_hub_download(location, "config.json", local_files_only=not policy.downloads)
         except Exception as err:  # noqa: BLE001 - any failure: not cached, offline, no repo
-            if not downloads_allowed():
-                raise UserError("models.downloads_off", source=source, env=policy.ENV_DOWNLOADS) from err
+            if not policy.downloads:
+                raise UserError("models.downloads_off", source=source,
+                                env=config.ENV_DOWNLOADS) from err
             raise UserError("models.download_failed", source=source,
                             detail=type(err).__name__) from err
     try:
@@ -194,33 +282,39 @@ def _probe(model, tokenizer, source: str) -> Forward:
     return state
 
 
-def _load(kind: str, location: str) -> LoadedModel:
-    source = location
+def _load(kind: str, location: str, typed: str, policy: Policy) -> LoadedModel:
+    """Load and probe the model at `location`. typed: the user's string; messages quote it
+    (shortened, control characters visible), never `location`, the path it resolved to."""
+    source = shown(typed)
     register()                       # first: sets HF_HUB_OFFLINE before any hub import
-    data = _config_json(kind, location, source)
+    data = _config_json(kind, location, source, policy)
     _check_config(data, kind, location, source)
     from transformers import AutoConfig, AutoTokenizer
 
-    offline = not downloads_allowed()
+    offline = not policy.downloads
     try:
-        config = AutoConfig.from_pretrained(location, local_files_only=offline,
-                                            trust_remote_code=False)
+        model_config = AutoConfig.from_pretrained(location, local_files_only=offline,
+                                                  trust_remote_code=False)
     except Exception as err:  # noqa: BLE001 - unknown model type, remote code, bad json
         raise UserError("models.unknown_architecture", source=source,
-                        model_type=str(data.get("model_type", "?"))) from err
-    cls, head = _model_class(config)
-    params = count_params(cls, config, source)
-    if params > max_params():
-        raise UserError("models.too_large", source=source, params=params, limit=max_params())
+                        model_type=shown(str(data.get("model_type", "?")))) from err
+    cls, head = _model_class(model_config)
+    params = count_params(cls, model_config, source)
+    if params > policy.max_params:
+        raise UserError("models.too_large", source=source, params=params,
+                        limit=policy.max_params)
+    _make_room(params, typed, policy)     # before any weight is read
     try:
-        model = cls.from_pretrained(location, config=config, attn_implementation=IMPLEMENTATION,
+        model = cls.from_pretrained(location, config=model_config,
+                                    attn_implementation=IMPLEMENTATION,
                                     dtype=torch.float32, use_safetensors=True,
                                     trust_remote_code=False, local_files_only=offline)
     except Exception as err:  # noqa: BLE001 - missing/corrupt weights, download failure
         if kind == "hub" and offline:
-            raise UserError("models.downloads_off", source=source, env=policy.ENV_DOWNLOADS) from err
+            raise UserError("models.downloads_off", source=source,
+                            env=config.ENV_DOWNLOADS) from err
         raise UserError("models.load_failed", source=source,
-                        detail=f"{type(err).__name__}: {str(err)[:200]}") from err
+                        detail=type(err).__name__) from err
     model.eval()
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=offline,
@@ -231,10 +325,11 @@ def _load(kind: str, location: str) -> LoadedModel:
         # transformers builds a vocabulary of special tokens only when a folder has no
         # tokenizer files: every word would be unknown
         raise UserError("models.no_tokenizer", source=source)
-    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
-    return _describe(model, tokenizer, source=source,
-                     name=Path(location).name if kind == "folder" else location,
-                     head=head, params=params, config=text_config)
+    text_config = (model_config.get_text_config() if hasattr(model_config, "get_text_config")
+                   else model_config)
+    name = (Path(typed).name or source) if kind == "folder" else location
+    return _describe(model, tokenizer, source=typed, name=shown(name), head=head,
+                     params=params, config=text_config)
 
 
 def _describe(model, tokenizer, *, source: str, name: str, head: str, params: int,

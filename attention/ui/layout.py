@@ -179,11 +179,18 @@ def _model_picker() -> list[UserError]:
     st.selectbox(t("sidebar.model"), state.PICKS, key=state.MODEL_PICK, persist_state=KEEP,
                  format_func=lambda p: t(f"sidebar.model_{p}"))
     if st.session_state[state.MODEL_PICK] == "own":
+        policy = config.policy()
         st.text_input(t("sidebar.model_path"), key=state.MODEL, max_chars=MAX_MODEL_CHARS,
-                      help=t("sidebar.model_path_help"), persist_state=KEEP)
-        downloads = "downloads_on" if config.downloads_allowed() else "downloads_off"
-        st.caption(t("sidebar.model_caption", downloads=t(f"sidebar.{downloads}"),
-                     limit=config.max_params()))
+                      help=t("sidebar.model_path_help" if policy.local
+                             else "sidebar.model_path_help_shared"), persist_state=KEEP)
+        if policy.local:            # your own machine: folders and Hub ids
+            downloads = "downloads_on" if policy.downloads else "downloads_off"
+            st.caption(t("sidebar.model_caption", downloads=t(f"sidebar.{downloads}"),
+                         limit=policy.max_params))
+        else:                       # a shared server: what it offers, and nothing of its disk
+            st.caption(t("sidebar.model_offered", allowed=", ".join(policy.sources),
+                         limit=policy.max_params))
+    _release_page_models_on_memory_pressure()
     try:
         loaded = ensure_model(state.model_choice() or models.BUNDLED)
     except UserError:
@@ -203,6 +210,21 @@ def _model_picker() -> list[UserError]:
         st.caption(t("sidebar.pretrained_fixed", name=loaded.name, layers=loaded.layers,
                      heads=loaded.heads, d_head=loaded.d_head, hidden=loaded.hidden))
     return problems
+
+
+def _release_page_models() -> None:
+    from attention.ui import model as page_models
+
+    page_models._model.clear()
+
+
+def _release_page_models_on_memory_pressure() -> None:
+    """Let models.loading drop the models the pages' cache holds (it keeps its own) before it
+    refuses a model for memory that evicted models would still occupy."""
+    from attention.models import loading
+
+    if _release_page_models not in loading.RELEASE:
+        loading.RELEASE.append(_release_page_models)
 
 
 def _toy_settings() -> None:
