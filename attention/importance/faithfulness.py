@@ -121,6 +121,10 @@ def faithfulness(model, texts, fractions=FRACTIONS, table: pd.DataFrame | None =
 
 
 def _ids(model, text: str, rows: pd.DataFrame) -> list[int]:
+    """The text's ids, as many as the table has pieces (model None, with a `changes` of a
+    test: the positions)."""
+    if model is None:
+        return list(range(len(rows)))
     ids = model.encode(text)["input_ids"][0].tolist()
     if len(ids) != len(rows):
         raise ValueError("faithfulness: the table's pieces are not the model's for this text")
