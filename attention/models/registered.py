@@ -36,6 +36,7 @@ class Forward:
     plans: dict[int, tuple[HeadPlan, ...]] = field(default_factory=dict)
     sinks: torch.Tensor | None = None    # (n_k,) bool: keys that "hide_sinks" removes
     record: bool = True
+    batch: bool = False                  # record every batch element (b, heads, ...), not the first
     calls: int = 0                       # attention calls so far = the next layer's index
     q: list = field(default_factory=list)        # per layer (heads, n, d_head)
     k: list = field(default_factory=list)        # per layer (heads, n, d_head), repeated to heads
@@ -129,10 +130,11 @@ def core_attention_forward(module, query, key, value, attention_mask, scaling=No
     if state is not None:
         state.calls += 1
         if state.record:
-            state.q.append(query[0])
-            state.k.append(key[0])
-            state.v.append(value[0])
-            state.weights.append(weights[0])
+            first = slice(None) if state.batch else 0                  # batch: keep every element
+            state.q.append(query[first])
+            state.k.append(key[first])
+            state.v.append(value[first])
+            state.weights.append(weights[first])
             n_q, n_k = query.shape[-2], key.shape[-2]
             full = torch.ones(n_q, n_k, dtype=torch.bool)
             state.masks.append(full if mask is None else mask.expand(

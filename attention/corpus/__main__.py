@@ -1,0 +1,96 @@
+"""python -m attention.corpus run --model MODEL --corpus SOURCE --out DIR
+       [--engine local|ray] [--address RAY_ADDRESS] [--batch-size N] [--what stats,importance,qk]
+       [--sample N] [--workers K]
+python -m attention.corpus embed --out DIR [--heads all|L.H,...]   (the global view's maps)
+
+Every refusal is one sentence on stderr and exit code 2 (docs/corpus.md)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):              # argparse's own refusals: one sentence, exit 2
+        sys.stderr.write(f"{message[0].upper()}{message[1:]}.\n")
+        raise SystemExit(2)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m attention.corpus", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    r = sub.add_parser("run", help="run a model over a corpus into Parquet shards")
+    r.add_argument("--model", required=True)
+    r.add_argument("--corpus", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--engine", default="local", choices=("local", "ray"))
+    r.add_argument("--address", default=None)
+    r.add_argument("--batch-size", type=int, default=32)
+    r.add_argument("--what", default="stats,qk")
+    r.add_argument("--sample", type=int, default=8, help="pieces per text whose q and k are kept")
+    r.add_argument("--workers", type=int, default=2, help="Ray actors (each loads the model)")
+    r.add_argument("--quiet", action="store_true")
+    e = sub.add_parser("embed", help="compute the global view's joint q/k maps of a finished run")
+    e.add_argument("--out", required=True)
+    e.add_argument("--heads", default="all")
+    e.add_argument("--method", default="auto")
+    return p
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    from attention.corpus.job import Refused
+
+    try:
+        if args.command == "run":
+            return _run(args)
+        return _embed(args)
+    except Refused as err:
+        sys.stderr.write(f"{err}\n")
+        return 2
+
+
+def _run(args) -> int:
+    from attention.corpus.compute import Settings
+    from attention.corpus.job import run
+
+    what = tuple(w.strip() for w in args.what.split(",") if w.strip())
+    if args.address and args.engine != "ray":
+        sys.stderr.write("--address joins a Ray cluster: add --engine ray.\n")
+        return 2
+    out = run(args.model, args.corpus, args.out, engine=args.engine, address=args.address,
+              settings=Settings(what=what, batch_size=args.batch_size, sample=args.sample),
+              progress=not args.quiet, workers=args.workers)
+    if not args.quiet:
+        print(f"Wrote {out}")
+    return 0
+
+
+def _embed(args) -> int:
+    from pathlib import Path
+
+    from attention.corpus.job import Refused, read_manifest
+    from attention.corpus.results import embedding
+
+    out = Path(args.out)
+    m = read_manifest(out)
+    if m is None or not m.get("complete"):
+        raise Refused(f"{str(out)!r} holds no finished run: run the job first.")
+    if args.heads == "all":
+        import pandas as pd
+
+        from attention.corpus.results import read_table
+        first = read_table(out, "stats", columns=["layer", "head"])
+        heads = sorted({(int(a), int(b)) for a, b in zip(first["layer"], first["head"])})
+    else:
+        try:
+            heads = [tuple(int(x) for x in h.split(".")) for h in args.heads.split(",")]
+        except ValueError:
+            raise Refused("--heads takes all or layer.head pairs such as 0.3,5.11.") from None
+    for layer, head in heads:
+        embedding(out, layer, head, method=args.method)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

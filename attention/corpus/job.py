@@ -1,0 +1,246 @@
+"""The corpus job: a corpus through a model into Parquet shards and a manifest, resumable.
+
+    run(model, corpus, out, engine="local", address=None, settings=Settings()) -> Path
+
+Layout of `out`:
+    manifest.json            model, corpus digest, settings, code version, shards done
+    <table>/part-NNNNN.parquet   one file per table per shard (compute.TABLES), shard NNNNN
+                             holding texts NNNNN * batch_size ... (+ batch_size)
+    view/                    what the Corpus page reads (attention.corpus.results)
+
+A shard's files are written to a temporary name and renamed; the manifest (also renamed into
+place) lists a shard only once all its files are there. A run killed at any moment and started
+again with the same arguments recomputes exactly the shards not listed (a half-written shard's
+files are overwritten by the same rows): nothing is lost or duplicated, and as the computation
+of a text depends only on the text and its id, the result equals an uninterrupted run's.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from attention.corpus.compute import TABLES, Settings, compute_shard
+from attention.errors import UserError
+
+MANIFEST = "manifest.json"
+FORMAT = 1
+PACKAGE = Path(__file__).resolve().parent.parent        # attention/
+
+
+class Refused(Exception):
+    """A run that cannot start: one sentence for the user, exit code 2 on the command line."""
+
+
+def code_version() -> str:
+    """A hash of the attention package's Python source (paths and contents)."""
+    h = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        h.update(str(path.relative_to(PACKAGE)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def shard_name(index: int) -> str:
+    return f"part-{index:05d}.parquet"
+
+
+def shard_count(texts: int, batch_size: int) -> int:
+    return (texts + batch_size - 1) // batch_size
+
+
+def identity(model: str, corpus: str, texts: list[str], settings: Settings) -> dict:
+    """What makes two runs the same run (the engine does not: both write the same shards)."""
+    from attention.corpus.sources import digest
+
+    return {"format": FORMAT, "model": model, "corpus": corpus, "corpus_digest": digest(texts),
+            "texts": len(texts), "settings": settings.as_dict(), "code_version": code_version()}
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_manifest(out: Path) -> dict | None:
+    path = Path(out) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_manifest(out: Path, manifest: dict) -> None:
+    _atomic_write(Path(out) / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
+
+
+def write_shard(out: Path, index: int, tables: dict[str, pd.DataFrame]) -> list[str]:
+    """Each table to <out>/<table>/part-<index>.parquet through a temporary name; the names."""
+    names = []
+    for name, frame in tables.items():
+        folder = Path(out) / name
+        folder.mkdir(parents=True, exist_ok=True)
+        final = folder / shard_name(index)
+        tmp = folder / f".{shard_name(index)}.{os.getpid()}.tmp"
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, final)
+        names.append(name)
+    return sorted(names)
+
+
+def shard_done(out: Path, index: int, tables: list[str]) -> bool:
+    return all((Path(out) / t / shard_name(index)).is_file() for t in tables)
+
+
+def process_shard(model, out: Path, index: int, texts: list[str], settings: Settings) -> dict:
+    """The one per-batch function both engines call: compute shard `index` of `texts` (the
+    shard's own texts) and write it. Returns {"shard", "texts", "tables"}."""
+    first = index * settings.batch_size
+    tables = compute_shard(model, first, texts, settings)
+    names = write_shard(out, index, tables)
+    return {"shard": index, "texts": len(texts), "tables": names}
+
+
+def prepare(model_source: str, corpus_source: str, out: Path, settings: Settings):
+    """(texts, manifest) for a run: refuses (Refused) a bad corpus, a bad setting or an
+    output folder holding another run."""
+    from attention.corpus.sources import load
+
+    if settings.batch_size < 1 or settings.batch_size > 4096:
+        raise Refused(f"--batch-size must be between 1 and 4096, not {settings.batch_size}.")
+    if settings.sample < 1 or settings.sample > 512:
+        raise Refused(f"--sample must be between 1 and 512, not {settings.sample}.")
+    bad = [w for w in settings.what if w not in ("stats", "importance", "qk")]
+    if bad or not settings.what:
+        raise Refused(f"--what takes a comma-separated list of stats, importance and qk, "
+                      f"not {','.join(settings.what)!r}.")
+    try:
+        texts = load(corpus_source)
+    except UserError as err:
+        raise Refused(str(err)) from err
+    if not texts:
+        raise Refused(f"The corpus {corpus_source!r} holds no texts.")
+    out = Path(out)
+    ident = identity(model_source, corpus_source, texts, settings)
+    old = read_manifest(out)
+    if old is not None:
+        same = {k: old.get(k) for k in ident} == ident
+        if not same:
+            raise Refused(f"The folder {str(out)!r} holds another run (model {old.get('model')!r}, "
+                          f"corpus {old.get('corpus')!r}, or other settings or code): choose an "
+                          f"empty folder for this one.")
+        manifest = old
+    else:
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise Refused(f"The folder {str(out)!r} is not empty and holds no run of this job: "
+                          f"choose an empty or new folder.")
+        manifest = {**ident, "shards": shard_count(len(texts), settings.batch_size),
+                    "shards_done": [], "tables": [], "complete": False}
+    return texts, manifest
+
+
+def load_model_for_job(source: str):
+    """load_model as the operator's own (folders and any Hub id); Refused with the sentence."""
+    from attention.models import load_model
+
+    try:
+        try:
+            return load_model(source, trusted=True)
+        except TypeError:                       # before load_model took `trusted`
+            return load_model(source)
+    except UserError as err:
+        raise Refused(str(err)) from err
+
+
+class Progress:
+    """tqdm over texts (texts/s, ETA) when asked; a callback otherwise (the page's bar)."""
+
+    def __init__(self, total: int, done: int, show: bool, callback: Callable | None):
+        self.callback, self.total, self.done = callback, total, done
+        self.bar = None
+        if show:
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                tqdm = None
+            if tqdm is not None:
+                self.bar = tqdm(total=total, initial=done, unit="text", dynamic_ncols=True,
+                                smoothing=0.1)
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+        if self.callback is not None:
+            self.callback(self.done, self.total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run(model_source: str, corpus_source: str, out, *, engine: str = "local",
+        address: str | None = None, settings: Settings = Settings(), progress: bool = False,
+        on_progress: Callable[[int, int], None] | None = None, workers: int = 2,
+        model=None) -> Path:
+    """Run (or resume) the job; the output folder. Refused for anything a user got wrong.
+    model: an already loaded model for the local engine (the page's), else loaded here."""
+    from attention.corpus import engines
+
+    out = Path(out)
+    texts, manifest = prepare(model_source, corpus_source, out, settings)
+    if engine not in ("local", "ray"):
+        raise Refused(f"--engine must be local or ray, not {engine!r}.")
+    if engine == "ray":
+        engines.check_ray()
+    if model is None and engine == "local":
+        model = load_model_for_job(model_source)
+    elif engine == "ray":
+        load_model_for_job(model_source)        # refuse here, before a cluster starts
+    out.mkdir(parents=True, exist_ok=True)
+    bs = settings.batch_size
+    done = {i for i in manifest["shards_done"] if shard_done(out, i, manifest["tables"] or ["texts"])}
+    manifest["shards_done"] = sorted(done)
+    write_manifest(out, manifest)
+    pending = [i for i in range(manifest["shards"]) if i not in done]
+    texts_done = sum(len(texts[i * bs:(i + 1) * bs]) for i in done)
+    bar = Progress(len(texts), texts_done, progress, on_progress)
+    started = time.perf_counter()
+
+    def finished(result: dict) -> None:
+        done.add(result["shard"])
+        manifest["shards_done"] = sorted(done)
+        manifest["tables"] = sorted(set(manifest["tables"]) | set(result["tables"]))
+        write_manifest(out, manifest)
+        bar.update(result["texts"])
+
+    try:
+        if engine == "local":
+            engines.run_local(model, out, texts, pending, settings, finished)
+        else:
+            engines.run_ray(model_source, out, texts, pending, settings, finished,
+                            address=address, workers=workers)
+    finally:
+        bar.close()
+    manifest["complete"] = len(done) == manifest["shards"]
+    manifest["seconds_last_run"] = round(time.perf_counter() - started, 3)
+    write_manifest(out, manifest)
+    if manifest["complete"]:
+        from attention.corpus.results import derive
+
+        derive(out)
+    return out
