@@ -15,6 +15,7 @@ from PIL import Image
 from attention.analysis import frames
 from attention.analysis import analyze
 from attention.charts import heatmap as charts
+from attention.charts import heads_grid as grid_charts
 from attention.files.export import chart_spec
 from attention.charts.colors import colorize
 from attention.charts.vega import page_spec
@@ -216,7 +217,7 @@ def overview(a, max_blocks=64, how="max", box=None, shared=True):
 def heads_grid(a, max_blocks=16, value="weight"):
     pooled, blocks = pooled_matrices(a, list(range(a.heads)), max_blocks, "max")
     images = charts.pooled_images({v: m.numpy() for v, m in pooled.items()})
-    return charts.heads_grid_image_chart(images[value], charts.block_axes(blocks, "max"), value)
+    return grid_charts.heads_grid_image_chart(images[value], charts.block_axes(blocks, "max"), value)
 
 
 def png_pixels(url: str) -> np.ndarray:
@@ -267,11 +268,11 @@ def test_overview_draws_as_vega_would_draw_the_rects():
     for i, value in enumerate(charts.VALUES):                     # same axes, titles and size
         image = images[value]
         panels.append(alt.Chart(blocks).mark_rect().encode(
-            **charts._xy(axes, "en", show_y=i == 0),
+            **charts.xy(axes, "en", show_y=i == 0),
             color=charts._color(value, alt.Scale(scheme=image["scheme"], domain=list(image["domain"])),
                                 "en", True, value != "weight", charts.PANEL)
         ).properties(width=charts.PANEL, height=charts.PANEL,
-                     title=charts._t("en", f"panel_{value}")))
+                     title=charts.text("en", f"panel_{value}")))
     rects = alt.hconcat(*panels, spacing=12,
                         resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="independent")))
     drawn = [np.asarray(Image.open(io.BytesIO(vlc.vegalite_to_png(spec_of(c), scale=1))))[..., :3]
@@ -288,7 +289,7 @@ def test_overview_draws_as_vega_would_draw_the_rects():
 
 def test_heads_grid_has_every_head_and_one_colour_scale(cat):
     frame = frames.cells(cat)
-    spec = spec_of(charts.heads_grid_chart(frame, charts.cell_axes(cat.tokens, range(6), range(6)),
+    spec = spec_of(grid_charts.heads_grid_chart(frame, charts.cell_axes(cat.tokens, range(6), range(6)),
                                            "difference"))
     data = data_of(spec)
     assert len(data) == cat.heads * 36
@@ -305,7 +306,7 @@ def test_the_heads_grid_titles_the_picked_head_as_vega_renders_it(cat):
     frame, axes = frames.cells(cat), charts.cell_axes(cat.tokens, range(6), range(6))
 
     def titles(current, lang="en"):
-        svg = vlc.vegalite_to_svg(chart_spec(charts.heads_grid_chart(frame, axes, "weight", lang,
+        svg = vlc.vegalite_to_svg(chart_spec(grid_charts.heads_grid_chart(frame, axes, "weight", lang,
                                                                      current=current)))
         return re.findall(r">((?:Head|头) \d[^<]*)</text>", svg)                # drawn text
 
@@ -317,9 +318,9 @@ def test_the_heads_grid_titles_the_picked_head_as_vega_renders_it(cat):
 
 def test_row_chart_scaled_vs_unscaled(cat):
     cells = frames.cells(cat, heads=[1], queries=range(2, 3))
-    long = charts.row_frame(cells)
+    long = grid_charts.row_frame(cells)
     assert len(long) == 12
-    spec = spec_of(charts.row_chart(long, cat.tokens))
+    spec = spec_of(grid_charts.row_chart(long, cat.tokens))
     data = pd.DataFrame(spec["datasets"][spec["data"]["name"]])
     scaled = data[data["kind"] == long["kind"].iloc[0]].sort_values("key_pos")["value"].to_numpy()
     torch.testing.assert_close(torch.tensor(scaled), cat.scaled.weights[1, 2], check_dtype=False)
@@ -338,7 +339,7 @@ def test_page_spec_draws_exactly_what_the_validated_spec_draws(cat):
                                 charts.cell_axes(cat.tokens, range(6), range(6))),
         overview(a, 8, box=(8, 24, 0, 16))[2],
         heads_grid(a, 8),
-        charts.heads_grid_chart(frames.cells(cat), charts.cell_axes(cat.tokens, range(6), range(6))),
+        grid_charts.heads_grid_chart(frames.cells(cat), charts.cell_axes(cat.tokens, range(6), range(6))),
     ]
     for chart in charts_:
         fast = page_spec(chart)

@@ -83,8 +83,8 @@ def test_key_changes_with_each_source_file(tmp_path, monkeypatch):
     assert len(seen) == 1 + len(sources)
 
 
-def test_real_sources_are_the_experiment_core_and_metrics():
-    assert sorted(p.name for p in xc.SOURCES) == ["core.py", "experiment.py", "metrics.py"]
+def test_real_sources_are_the_experiment_its_core_metrics_and_rank_correlation():
+    assert sorted(p.name for p in xc.SOURCES) == ["core.py", "experiment.py", "rank.py", "rows.py"]
     assert all(p.is_file() for p in xc.SOURCES)
 
 

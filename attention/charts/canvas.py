@@ -32,8 +32,11 @@ import numpy as np
 
 from attention.i18n import translate
 from attention.charts import colors
-from attention.charts.heatmap import (GRID_PANEL, NUMBERS_MAX, PANEL, VALUES, BlockAxes, CellAxes, _t,
-                      clip_label, color_domain, head_title, number_labels, on_dark, scheme_for)
+from attention.charts.heatmap import (GRID_PANEL, NUMBERS_MAX, PANEL, VALUES, BlockAxes, CellAxes,
+                                      clip_label, color_domain, number_labels, on_dark,
+                                      scheme_for)
+from attention.charts.heatmap import text as _t
+from attention.charts.heads_grid import head_title
 
 TIP_DIGITS = {"raw_score": 3, "scaled_score": 3, "weight": 4, "unscaled_weight": 4,
               "difference": 4}     # decimals a tooltip shows (the Vega tooltips' formats)

@@ -55,7 +55,7 @@ def scheme_for(value: str) -> str:
     return DIFF_SCHEME if value == "difference" else WEIGHT_SCHEME
 
 
-def _t(lang: str, key: str, **values) -> str:
+def text(lang: str, key: str, **values) -> str:
     return translate(lang, f"heatmap.{key}", **values)
 
 
@@ -117,7 +117,7 @@ def _token_axis(axis: CellAxes, which: str, lang: str, show: bool) -> dict:
     step = PANEL / max(1, len(rng))
     if not show:
         return {"axis": alt.Axis(labels=False, ticks=False, title=None, domain=False)}
-    return {"axis": alt.Axis(title=_t(lang, f"axis_{which}"), labelExpr=label_expr(labels, rng.start),
+    return {"axis": alt.Axis(title=text(lang, f"axis_{which}"), labelExpr=label_expr(labels, rng.start),
                              labelFontSize=_font(step), labelLimit=90,
                              labelOverlap="greedy" if step < 11 else False,   # room: every label
                              labelAngle=-90 if which == "key" else 0, ticks=False)}
@@ -126,11 +126,11 @@ def _token_axis(axis: CellAxes, which: str, lang: str, show: bool) -> dict:
 def _position_axis(which: str, lang: str, show: bool) -> alt.Axis:
     if not show:
         return alt.Axis(labels=False, ticks=False, title=None, grid=False)
-    return alt.Axis(title=_t(lang, f"axis_{which}_position"), format="d", tickCount=8, grid=False,
+    return alt.Axis(title=text(lang, f"axis_{which}_position"), format="d", tickCount=8, grid=False,
                     labelFlush=True)   # end labels inside: panels side by side do not collide
 
 
-def _xy(axes: CellAxes | BlockAxes, lang: str, show_y: bool, show_x: bool = True) -> dict:
+def xy(axes: CellAxes | BlockAxes, lang: str, show_y: bool, show_x: bool = True) -> dict:
     """x/y (and x2/y2 for blocks) encodings of one panel."""
     if isinstance(axes, CellAxes):
         return {
@@ -149,16 +149,16 @@ def _xy(axes: CellAxes | BlockAxes, lang: str, show_y: bool, show_x: bool = True
     }
 
 
-def _tooltip(lang: str) -> list[alt.Tooltip]:
+def cell_tooltip(lang: str) -> list[alt.Tooltip]:
     """A cell's tokens, positions, scores and weights."""
     return [
-        alt.Tooltip("query_token:N", title=_t(lang, "tip_query_token")),
-        alt.Tooltip("query_pos:Q", title=_t(lang, "tip_query_pos")),
-        alt.Tooltip("key_token:N", title=_t(lang, "tip_key_token")),
-        alt.Tooltip("key_pos:Q", title=_t(lang, "tip_key_pos")),
-        alt.Tooltip("raw_score:Q", title=_t(lang, "tip_raw_score"), format=".3f"),
-        alt.Tooltip("scaled_score:Q", title=_t(lang, "tip_scaled_score"), format=".3f"),
-        *[alt.Tooltip(f"{v}:Q", title=_t(lang, f"tip_{v}"), format=".4f") for v in VALUES],
+        alt.Tooltip("query_token:N", title=text(lang, "tip_query_token")),
+        alt.Tooltip("query_pos:Q", title=text(lang, "tip_query_pos")),
+        alt.Tooltip("key_token:N", title=text(lang, "tip_key_token")),
+        alt.Tooltip("key_pos:Q", title=text(lang, "tip_key_pos")),
+        alt.Tooltip("raw_score:Q", title=text(lang, "tip_raw_score"), format=".3f"),
+        alt.Tooltip("scaled_score:Q", title=text(lang, "tip_scaled_score"), format=".3f"),
+        *[alt.Tooltip(f"{v}:Q", title=text(lang, f"tip_{v}"), format=".4f") for v in VALUES],
     ]
 
 
@@ -244,12 +244,12 @@ def panel(axes: CellAxes, value: str, lang: str, *, show_y: bool = True, legend:
     """One heatmap panel (the cells come from the caller's concat, the ends of its colour
     domain from EXTENT)."""
     color = _color(value, color_scale(value), lang, shared, legend, size)
-    base = alt.Chart().encode(**_xy(axes, lang, show_y))
-    layers = [base.mark_rect().encode(color=color, tooltip=_tooltip(lang))]
+    base = alt.Chart().encode(**xy(axes, lang, show_y))
+    layers = [base.mark_rect().encode(color=color, tooltip=cell_tooltip(lang))]
     if isinstance(axes, CellAxes) and axes.side <= NUMBERS_MAX:
         layers.append(_numbers(base, value, size / axes.side))
     layers.append(_ends(color))
-    return alt.layer(*layers, width=size, height=size, title=_t(lang, f"panel_{value}"))
+    return alt.layer(*layers, width=size, height=size, title=text(lang, f"panel_{value}"))
 
 
 def _color(value: str, scale: alt.Scale, lang: str, shared: bool, legend: bool,
@@ -257,7 +257,7 @@ def _color(value: str, scale: alt.Scale, lang: str, shared: bool, legend: bool,
     """The colour channel of a panel, with its horizontal legend below (or none)."""
     title = "legend_shared" if shared and value == "unscaled_weight" else f"legend_{value}"
     return alt.Color(f"{value}:Q", scale=scale,
-                     legend=alt.Legend(title=_t(lang, title), orient="bottom", type="gradient",
+                     legend=alt.Legend(title=text(lang, title), orient="bottom", type="gradient",
                                        direction="horizontal", gradientLength=size * 0.6,
                                        titleOrient="left", titleBaseline="middle")
                      if legend else None)
@@ -316,7 +316,7 @@ def pooled_images(pooled: dict[str, np.ndarray], shared: bool = True,
     return images
 
 
-def _image_scale(image: dict, value: str) -> alt.Scale:
+def image_scale(image: dict, value: str) -> alt.Scale:
     lo, hi = image["domain"]
     return alt.Scale(scheme=image["scheme"], domain=[lo, hi],
                      **({"domainMid": 0} if value == "difference" else {}))
@@ -349,75 +349,18 @@ def _overview_layout(axes: BlockAxes, lang: str, shared: bool, boxed: bool) -> a
     panels = []
     for i, value in enumerate(VALUES):
         picture = alt.Chart().mark_image(aspect=False, smooth=False) \
-            .encode(url=alt.Url(f"url_{value}:N"), **_xy(axes, lang, show_y=i == 0))
+            .encode(url=alt.Url(f"url_{value}:N"), **xy(axes, lang, show_y=i == 0))
         # The legend comes from a colour channel: two invisible points at the domain's ends.
         legend = _ends(_color(value, color_scale(value), lang, shared,
                               value != "weight" or not shared, PANEL))
         layers = [picture, legend] + ([_box_layer()] if boxed else [])
-        panels.append(alt.layer(*layers, width=PANEL, height=PANEL, title=_t(lang, f"panel_{value}")))
+        panels.append(alt.layer(*layers, width=PANEL, height=PANEL, title=text(lang, f"panel_{value}")))
     independent = alt.Resolve(scale=alt.ScaleResolveMap(color="independent"))
     return alt.hconcat(*panels, data=alt.NamedData(name="span"), spacing=12, resolve=independent,
                        usermeta=CANVAS, config=NO_ARIA)
 
 
-def heads_grid_chart(frame: pd.DataFrame, axes: CellAxes, value: str = "weight",
-                     lang: str = "en", columns: int = 4,
-                     current: int | None = None) -> alt.FacetChart:
-    """Small multiples: one panel per head, one colour scale for all heads, cell by cell;
-    the `current` head's title says it is the one picked."""
-    lo, hi = color_domain(frame, value)
-    scale = color_scale(value)
-    scale.domain = [lo, hi]          # every head in one chart: no click changes its domain
-    rects = alt.Chart().mark_rect().encode(
-        **_xy(axes, lang, show_y=True),
-        color=alt.Color(f"{value}:Q", scale=scale, legend=alt.Legend(title=_t(lang, f"legend_{value}"))),
-        tooltip=[alt.Tooltip("head:O", title=_t(lang, "tip_head")), *_tooltip(lang)],
-    ).properties(width=GRID_PANEL, height=GRID_PANEL)
-    return rects.facet(facet=_head_facet(lang, current), columns=columns, spacing=20,
-                       **_top_level(frame, axes))
-
-
-def heads_grid_image_chart(image: dict, axes: BlockAxes, value: str = "weight",
-                           lang: str = "en", columns: int = 4,
-                           current: int | None = None) -> alt.FacetChart:
-    """Small multiples of pooled heads: one image per head (`pooled_images(...)[value]`), one
-    colour scale for all heads, on 0..n position axes; the `current` head's title marked."""
-    lo, _ = image["domain"]
-    heads = len(image["urls"])
-    frame = pd.DataFrame({"head": range(heads), "url": image["urls"],
-                          "key_start": 0, "key_stop": axes.n, "query_start": 0,
-                          "query_stop": axes.n, value: lo})
-    picture = alt.Chart().mark_image(aspect=False, smooth=False).encode(
-        url=alt.Url("url:N"), **_xy(axes, lang, show_y=True))
-    # Every row carries the domain's low end: with the explicit domain, the legend is whole.
-    legend = alt.Chart().mark_point(opacity=0, size=0).encode(
-        color=alt.Color(f"{value}:Q", scale=_image_scale(image, value),
-                        legend=alt.Legend(title=_t(lang, f"legend_{value}"))))
-    return alt.layer(picture, legend, width=GRID_PANEL, height=GRID_PANEL).facet(
-        facet=_head_facet(lang, current), columns=columns, spacing=20, data=frame, usermeta=CANVAS,
-        config=NO_ARIA)
-
-
-def _head_facet(lang: str, current: int | None = None) -> alt.Facet:
-    return alt.Facet("head:O", title=None, header=alt.Header(labelExpr=_head_expr(lang, current)))
-
-
-def _head_expr(lang: str, current: int | None = None) -> str:
-    """A head's panel title: "Head 2", and "Head 2 (picked)" for the `current` head."""
-    word = json.dumps(_t(lang, "head_word"), ensure_ascii=True)
-    if current is None:
-        return f"{word} + ' ' + datum.value"
-    picked = json.dumps(_t(lang, "head_picked"), ensure_ascii=True)
-    return f"{word} + ' ' + datum.value + (datum.value == {int(current)} ? {picked} : '')"
-
-
-def head_title(lang: str, head: int, current: int | None = None) -> str:
-    """The title _head_expr gives `head`'s panel, for the canvas's figure of the same grid."""
-    picked = _t(lang, "head_picked") if head == current else ""
-    return f"{_t(lang, 'head_word')} {head}{picked}"
-
-
-def _top_level(frame: pd.DataFrame, axes: CellAxes) -> dict:
+def top_level(frame: pd.DataFrame, axes: CellAxes) -> dict:
     """Top-level chart properties, given at construction (each altair method call deep-copies
     the whole chart, so on a big chart every call costs as much as building it): the data, no
     per-mark ARIA, and for big grids the canvas renderer, which draws thousands of rects
@@ -426,44 +369,3 @@ def _top_level(frame: pd.DataFrame, axes: CellAxes) -> dict:
     if axes.side > NUMBERS_MAX * 2:
         props["usermeta"] = CANVAS
     return props
-
-
-def row_frame(cells: pd.DataFrame, lang: str = "en") -> pd.DataFrame:
-    """frames.cells rows of one query -> long form: one row per (key, scaled or unscaled)."""
-    keep = ["key_pos", "key_token", "raw_score", "scaled_score"]
-    parts = []
-    for column, kind in (("weight", "scaled"), ("unscaled_weight", "unscaled")):
-        part = cells[keep].copy()
-        part["value"] = cells[column].to_numpy()
-        part["kind"] = _t(lang, f"kind_{kind}")
-        parts.append(part)
-    return pd.concat(parts, ignore_index=True)
-
-
-BARS_MAX = 64  # up to this many keys the row is drawn as grouped bars, beyond as two lines
-
-
-def row_chart(frame: pd.DataFrame, tokens: Sequence[str], lang: str = "en") -> alt.Chart:
-    """One query's attention over every key, scaled vs unscaled (frame from `row_frame`)."""
-    kinds = [_t(lang, "kind_scaled"), _t(lang, "kind_unscaled")]
-    color = alt.Color("kind:N", title=None, scale=alt.Scale(domain=kinds, range=["#2b6cb0", "#d1495b"]),
-                      legend=alt.Legend(orient="top"))
-    y = alt.Y("value:Q", title=_t(lang, "axis_weight"), scale=alt.Scale(domain=[0, 1]))
-    tooltip = [alt.Tooltip("key_token:N", title=_t(lang, "tip_key_token")),
-               alt.Tooltip("key_pos:Q", title=_t(lang, "tip_key_pos")),
-               alt.Tooltip("kind:N", title=_t(lang, "tip_kind")),
-               alt.Tooltip("value:Q", title=_t(lang, "tip_value"), format=".4f"),
-               alt.Tooltip("raw_score:Q", title=_t(lang, "tip_raw_score"), format=".3f")]
-    n = len(tokens)
-    if n <= BARS_MAX:
-        x = alt.X("key_pos:O", scale=alt.Scale(domain=list(range(n))),
-                  axis=alt.Axis(title=_t(lang, "axis_key"), labelExpr=label_expr(tokens, 0),
-                                labelAngle=-60, labelOverlap="greedy"))
-        chart = alt.Chart(frame).mark_bar().encode(x=x, xOffset=alt.XOffset("kind:N", sort=kinds),
-                                                   y=y, color=color, tooltip=tooltip)
-    else:
-        x = alt.X("key_pos:Q", scale=alt.Scale(domain=[0, n - 1], nice=False),
-                  axis=alt.Axis(title=_t(lang, "axis_key_position"), format="d"))
-        chart = alt.Chart(frame).mark_line(interpolate="step-after", strokeWidth=1.2).encode(
-            x=x, y=y, color=color, tooltip=tooltip)
-    return chart.properties(height=340)

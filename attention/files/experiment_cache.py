@@ -28,10 +28,11 @@ from attention import core, experiment
 
 from attention.files import diskcache
 
+from attention.measures import rank
 from attention.measures import rows as metrics
 from attention.experiment import Progress, SharpeningStudy
 
-SOURCES = tuple(Path(m.__file__) for m in (experiment, core, metrics))
+SOURCES = tuple(Path(m.__file__) for m in (experiment, core, metrics, rank))
 SHIPPED = config.DATA / "experiments"
 SHIPPED_SEED = 0
 

@@ -22,6 +22,7 @@ import streamlit as st
 from attention.analysis import frames
 from attention.analysis import Analysis
 from attention.charts import heatmap as charts
+from attention.charts import heads_grid
 from attention.charts.canvas import cells_figure, heads_figure, overview_figure, row_figure
 from attention.analysis.pooled import pooled_cells, pooled_matrices
 from attention.measures.pooling import HOWS, blocks_for, window, window_from_brush
@@ -303,7 +304,7 @@ def draw_heads_grid(analysis: Analysis, head: int | None = None, key_prefix: str
     if blocks is None:
         axes = charts.cell_axes(analysis.tokens, range(n), range(n))
         st.caption(t("heatmap.grid_caption", heads=heads))
-        chart = charts.heads_grid_chart(frames.cells(analysis), axes, value, lang(), columns,
+        chart = heads_grid.heads_grid_chart(frames.cells(analysis), axes, value, lang(), columns,
                                         current=head)
         show(chart)
     else:
@@ -313,7 +314,7 @@ def draw_heads_grid(analysis: Analysis, head: int | None = None, key_prefix: str
         axes = charts.block_axes(blocks, how)
         figure_view(heads_figure(image, axes, value, lang(), current=head),
                     key=f"{key_prefix}_grid_images")
-        chart = partial(charts.heads_grid_image_chart, image, axes, value, lang(), columns,
+        chart = partial(heads_grid.heads_grid_image_chart, image, axes, value, lang(), columns,
                         current=head)
     download_menu([ChartFiles(chart, f"{key_prefix}_all_heads_{value}")],
                   key=f"{key_prefix}_dl_grid", menu=menu)
@@ -338,8 +339,8 @@ def draw_row_follow(analysis: Analysis, head: int, key_prefix: str = "hm", menu=
     # the row as a table only for Vega's bars and a download: at 2,048 keys it takes 13 ms
     # to make, the line's matrices (frames.window) 0.4 ms
     cells = partial(frames.cells, analysis, heads=[head], queries=range(row, row + 1))
-    chart = lambda: charts.row_chart(charts.row_frame(cells(), lang()), tokens, lang())  # noqa: E731
-    if n > charts.BARS_MAX:   # two lines on the canvas (a Vega line of 2 x 2,048 points: 0.1 s a click)
+    chart = lambda: heads_grid.row_chart(heads_grid.row_frame(cells(), lang()), tokens, lang())  # noqa: E731
+    if n > heads_grid.BARS_MAX:   # two lines on the canvas (a Vega line of 2 x 2,048 points: 0.1 s a click)
         title = (t("heatmap.row_title", pos=row, token=tokens[row])      # the figure's text,
                  + " · " + t("heatmap.row_lines", n=f"{n:,}"))           # not markdown
         line = frames.window(analysis, head, range(row, row + 1), range(n))     # (1, n) each
