@@ -116,10 +116,16 @@ def test_heatmap_and_scores_show_the_chosen_layer(tiny, page):
     folder = tiny["bert"]
     at = open_page(page, spec_for(folder, layer=1), hm_head="3", head="3")
     assert not at.exception and not at.error, [e.value for e in at.error]
-    if page == SCORES:
-        return
     model, loaded = eager(folder)
-    own = torch.stack(eager_out(model, loaded).attentions)[:, 0]
+    own = torch.stack(eager_out(model, loaded).attentions)[:, 0]         # (layers, heads, n, n)
+    if page == SCORES:                # head 3 of layer 1, from transformers' eager attention
+        p = own[1, 3].double()                                           # (n, n)
+        entropy = -(p * p.clamp_min(1e-300).log()).sum(-1)               # (n,) nats
+        shown = [float(m.value) for m in at.metric[3:]]                  # scaled, unscaled pairs
+        assert shown[0] == pytest.approx(entropy.mean().item(), abs=5.01e-4)
+        assert shown[2] == pytest.approx(entropy.exp().mean().item(), abs=5.01e-3)
+        assert shown[4] == pytest.approx(p.max(-1).values.mean().item(), abs=5.01e-4)
+        return
     frame = comparison_cells(at)[0]                          # head 3's (hm_head=3)
     torch.testing.assert_close(matrix(frame, "weight", own.shape[-1]), own[1, 3].double(),
                                atol=TIP, rtol=0)
