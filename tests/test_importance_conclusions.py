@@ -1,110 +1,178 @@
-"""Every number in a conclusion sentence is formatted from the frames it is given: expected
-strings are computed here from the frames, and changing a frame changes the sentence."""
+"""The conclusions of the "Does the model use it?" page: every sentence carries its interval
+and its number of texts, says the data cannot tell when the interval meets the null band (or
+includes 0 for a difference) or the corpus has fewer than 20 texts, and makes no causal claim
+about heads beyond ablation. Expected strings are formatted here from the frames."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from attention import importance as I
-from attention.conclusions.importance import conclusions, fmt
+from attention.conclusions.importance import MIN_TEXTS, conclusions, fmt
+
+ROOT = Path(__file__).resolve().parent.parent
+CANNOT = {"en": "cannot tell", "zh": "无法"}
 
 
-def _agreement(raw=(0.5, 0.4, 0.1), roll=(0.6, 0.6, 0.7), flow=(0.55, 0.5, 0.6)):
+def _row(method, layer=np.nan, rho=0.4, low=0.3, high=0.5, null=(-0.05, 0.05), texts=100,
+         mean=False, baseline=False):
+    return {"method": method, "layer": layer, "spearman": rho, "ci_low": low, "ci_high": high,
+            "null_low": null[0], "null_high": null[1], "texts": texts, "skipped": 0,
+            "pieces": 10 * texts, "baseline": baseline, "layer_mean": mean}
+
+
+def _agreement(texts=100, rollout=(0.45, 0.40, 0.50), attention=(0.20, 0.15, 0.25),
+               gradient=(0.02, -0.04, 0.07)):
     rows = []
-    for score, values in (("attention", raw), ("rollout", roll), ("flow", flow),
-                          ("attention_mean", (0.0,) * 3), ("norm", (0.1,) * 3)):
-        for layer, v in enumerate(values):
-            for target, shift in (("occlusion", 0.0), ("gradient", -0.1)):
-                rows.append({"layer": layer, "score": score, "target": target,
-                             "spearman": v + shift, "texts": 2})
+    for family, (rho, low, high) in (("attention", attention), ("rollout", rollout),
+                                     ("flow", (-0.3, -0.35, -0.25)), ("norm", (0.1, 0.05, 0.15))):
+        for layer in range(2):
+            rows.append(_row(family, float(layer), rho, low, high, texts=texts))
+        rows.append(_row(family, np.nan, rho, low, high, texts=texts, mean=True))
+    rows.append(_row("gradient", np.nan, *gradient, texts=texts))
+    rows.append(_row("integrated_gradients", np.nan, 0.6, 0.55, 0.65, texts=texts))
+    for name, rho in (("random", 0.0), ("position_start", 0.12), ("position_end", -0.12),
+                      ("inverse_frequency", 0.05)):
+        rows.append(_row(name, np.nan, rho, rho - 0.04, rho + 0.04, texts=texts, baseline=True))
     return pd.DataFrame(rows)
 
 
-def _heads(sign=1.0):
-    rng = np.random.default_rng(0)
-    sharp = rng.uniform(0.2, 1.0, 24)
-    return pd.DataFrame({"layer": np.repeat(range(2), 12), "head": np.tile(range(12), 2),
-                         "ablation": sign * sharp + rng.normal(0, 0.05, 24),
-                         "gradient": rng.uniform(size=24), "entropy": 2 - sharp,
-                         "max_weight": sharp})
+def _by_key(items, lang="en"):
+    out = {}
+    for c in items:
+        out.setdefault(c.key, []).append(c.text(lang))
+    return out
 
 
-def _sweep(metric=(0.60, 0.70, 0.75, 0.72, 0.65)):
-    taus = (0.25, 0.5, 1.0, 2.0, 4.0)
-    return pd.DataFrame({"layer": 3, "tau": taus, "metric": metric,
-                         "max_weight": np.linspace(0.9, 0.2, 5), "metric_name": "ranking_accuracy"})
-
-
-def _pruning(metric=(0.80, 0.79, 0.78, 0.70, 0.50)):
-    return pd.DataFrame({"removed": [0, 18, 36, 54, 72], "metric": metric,
-                         "metric_name": "ranking_accuracy"})
-
-
-def _texts(**frames):
-    return {c.key: c.text("en") for c in conclusions(**frames)}
-
-
-def test_agreement_sentences_carry_the_frames_numbers():
+def test_each_agreement_sentence_states_its_interval_and_texts():
     agreement = _agreement()
-    got = _texts(agreement=agreement)
-    occ = agreement[agreement["target"] == "occlusion"]
-    means = occ.groupby("score")["spearman"].mean()
-    grad = agreement[agreement["target"] == "gradient"].groupby("score")["spearman"].mean()
-    for value in (means["attention"], means["rollout"], means["flow"], grad["attention"],
-                  grad["rollout"], grad["flow"]):
-        assert fmt(value) in got["c_agreement"]
-    assert "c_rollout_better" in got and "c_raw_better" not in got
-    assert fmt(max(means["rollout"], means["flow"])) in got["c_rollout_better"]
-    raw = occ[occ["score"] == "attention"].sort_values("layer")["spearman"]
-    assert fmt(raw.iloc[0]) in got["c_raw_drops"] and fmt(raw.iloc[-1]) in got["c_raw_drops"]
-    # a different frame: raw attention wins and holds up
-    changed = _texts(agreement=_agreement(raw=(0.7, 0.8, 0.9), roll=(0.1, 0.1, 0.1),
-                                          flow=(0.2, 0.2, 0.2)))
-    assert "c_raw_better" in changed and "c_raw_holds" in changed
-    assert changed["c_agreement"] != got["c_agreement"]
-    assert fmt(0.8) in changed["c_agreement"]          # mean of 0.7, 0.8, 0.9
+    got = conclusions(agreement=agreement)
+    texts = [c.text("en") for c in got]
+    roll = agreement[(agreement["method"] == "rollout") & agreement["layer_mean"]].iloc[0]
+    sentence = next(s for s in texts if s.startswith("rollout, mean over layers"))
+    for value in (roll["spearman"], roll["ci_low"], roll["ci_high"], roll["null_low"],
+                  roll["null_high"]):
+        assert fmt(value) in sentence
+    assert "100 texts" in sentence and "ranks pieces like occlusion" in sentence
+    flow = next(s for s in texts if s.startswith("attention flow, mean over layers"))
+    assert "ranks pieces against occlusion" in flow
+    # gradient's interval (-0.04 to 0.07) meets the null band (-0.05 to 0.05): cannot tell
+    grad = next(s for s in texts if "gradient × input" in s and "occlusion" in s)
+    assert grad.startswith("The data cannot tell") and fmt(-0.04) in grad and fmt(0.07) in grad
+    assert "100 texts" in grad
+    for s in texts:
+        assert "texts" in s, s
 
 
-def test_sharpness_sentence_follows_the_spearman():
-    heads = _heads(+1.0)
-    got = _texts(heads=heads)
-    rho = I.spearman(heads["ablation"], heads["max_weight"])
-    assert "c_sharp_matter" in got and fmt(rho) in got["c_sharp_matter"]
-    assert fmt(I.spearman(heads["ablation"], heads["entropy"])) in got["c_sharp_matter"]
-    flipped = _heads(-1.0)
-    got = _texts(heads=flipped)
-    assert "c_flat_matter" in got
-    assert fmt(I.spearman(flipped["ablation"], flipped["max_weight"])) in got["c_flat_matter"]
+def test_rollout_against_raw_attention_only_when_the_intervals_part():
+    keys = _by_key(conclusions(agreement=_agreement()))
+    assert "c_compare_above" in keys
+    assert fmt(0.40) in keys["c_compare_above"][0] and fmt(0.25) in keys["c_compare_above"][0]
+    close = _by_key(conclusions(agreement=_agreement(attention=(0.38, 0.30, 0.44))))
+    assert "c_compare_overlap" in close and "c_compare_above" not in close
+    assert close["c_compare_overlap"][0].startswith("The data cannot tell")
 
 
-@pytest.mark.parametrize("metric,key", [((0.60, 0.70, 0.75, 0.72, 0.65), "c_inverted_u"),
-                                        ((0.80, 0.75, 0.70, 0.65, 0.60), "c_sharper_better"),
-                                        ((0.60, 0.65, 0.70, 0.75, 0.80), "c_flatter_better"),
-                                        ((0.70, 0.701, 0.70, 0.70, 0.70), "c_sweep_flat")])
-def test_sweep_sentence_is_written_from_the_curve(metric, key):
-    sweep = _sweep(metric)
-    got = _texts(sweep=sweep)
-    assert list(got) == [key]
-    text = got[key]
-    assert fmt(metric[0]) in text and fmt(metric[-1]) in text
-    if key != "c_sweep_flat":
-        best = int(np.argmax(metric))
-        assert fmt(metric[best]) in text and fmt(sweep["tau"][best]) in text
-        assert fmt(sweep["max_weight"][best]) in text
+def test_the_abnar_and_zuidema_sentence_is_gone():
+    for lang in ("en", "zh"):
+        text = (ROOT / f"attention/locales/{lang}/importance.toml").read_text(encoding="utf-8")
+        assert "unlike Abnar" not in text and "c_raw_better" not in text
 
 
-def test_pruning_sentence_counts_heads_from_the_curve():
-    got = _texts(pruning=_pruning())["c_pruning"]
-    # 95% of 0.80 is 0.76: 0.79 and 0.78 keep it, 0.70 does not -> 36 heads
-    assert "36 of 72" in got and fmt(50.0) in got and fmt(0.80) in got and fmt(0.50) in got
-    got = _texts(pruning=_pruning((0.80, 0.70, 0.78, 0.70, 0.50)))["c_pruning"]
-    assert "0 of 72" in got         # the first drop counts, even if it recovers
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_fewer_than_20_texts_cannot_tell_and_says_why(lang):
+    small = _agreement(texts=MIN_TEXTS - 1)
+    got = conclusions(agreement=small)
+    assert got and all(c.key == "c_agree_few" for c in got)
+    for c in got:
+        text = c.text(lang)
+        assert CANNOT[lang] in text and "19" in text and "20" in text
+        assert fmt(0.45) in text or fmt(0.20) in text or fmt(0.02) in text or \
+            fmt(-0.3) in text or fmt(0.1) in text or fmt(0.6) in text
+    enough = conclusions(agreement=_agreement(texts=MIN_TEXTS))
+    assert not any(c.key == "c_agree_few" for c in enough)
 
 
-def test_chinese_sentences_have_the_same_numbers():
-    agreement = _agreement()
-    for c in conclusions(agreement=agreement, heads=_heads(), sweep=_sweep(),
-                         pruning=_pruning()):
-        for _, value in c.params:
-            assert value in c.text("zh") and value in c.text("en")
+def _faith(texts=100, top=(0.30, 0.25, 0.35), rand=(0.10, 0.08, 0.12)):
+    rows = []
+    for method, layer, (aopc, low, high) in (("occlusion", np.nan, top),
+                                             ("gradient", np.nan, (0.11, 0.09, 0.14)),
+                                             ("attention", 1.0, (0.05, 0.03, 0.07)),
+                                             ("random", np.nan, rand)):
+        for fraction in (0.1, 0.5):
+            rows.append({"method": method, "layer": layer, "fraction": fraction,
+                         "change": aopc * fraction * 2, "ci_low": 0.0, "ci_high": 1.0,
+                         "aopc": aopc, "aopc_low": low, "aopc_high": high, "texts": texts,
+                         "baseline": method == "random"})
+    return pd.DataFrame(rows)
+
+
+def test_faithfulness_is_judged_against_the_random_order():
+    keys = _by_key(conclusions(faithfulness=_faith()))
+    above = keys["c_faith_above"][0]
+    assert above.startswith("Removing the pieces occlusion") and "100 texts" in above
+    for v in (0.30, 0.25, 0.35, 0.10, 0.08, 0.12):
+        assert fmt(v) in above
+    assert keys["c_faith_null"][0].startswith("The data cannot tell whether gradient")
+    assert "c_faith_below" in keys                                   # attention, layer 1
+    few = _by_key(conclusions(faithfulness=_faith(texts=5)))
+    assert set(few) == {"c_faith_few"} and "5 texts are fewer than 20" in few["c_faith_few"][0]
+
+
+def _sharp(pooled=(-0.44, -0.6, -0.25), layer5=(0.09, -0.5, 0.6)):
+    rows = []
+    for layer, (rho, low, high) in ((0.0, (-0.6, -0.85, -0.3)), (5.0, layer5), (np.nan, pooled)):
+        rows.append({"layer": layer, "importance": "ablation", "sharpness": "max_weight",
+                     "spearman": rho, "ci_low": low, "ci_high": high, "null_low": -0.2,
+                     "null_high": 0.2, "heads": 72 if np.isnan(layer) else 12})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_sharpness_is_a_correlation_per_layer_and_pooled_never_a_cause(lang):
+    got = _by_key(conclusions(sharpness=_sharp(), texts=100), lang)
+    pooled = got["c_sharp_neg"][0]
+    for v in (-0.44, -0.6, -0.25, -0.2, 0.2):
+        assert fmt(v) in pooled
+    assert "72" in pooled and "100" in pooled
+    if lang == "en":
+        assert "not an effect of sharpness" in pooled
+        assert "not the ones the model needs" not in pooled
+    layers = got["c_sharp_layers"][0]
+    assert "1" in layers and fmt(-0.6) in layers and fmt(0.09) in layers   # 1 of 2 layers clear
+    unclear = _by_key(conclusions(sharpness=_sharp(pooled=(-0.1, -0.3, 0.1)), texts=100), lang)
+    assert CANNOT[lang] in unclear["c_sharp_null"][0]
+    few = _by_key(conclusions(sharpness=_sharp(), texts=5), lang)
+    assert CANNOT[lang] in few["c_sharp_few"][0] and "5" in few["c_sharp_few"][0]
+
+
+def test_pruning_states_the_full_models_interval_and_the_random_orders():
+    pruning = pd.DataFrame({"removed": [0, 12, 24, 36, 48, 72],
+                            "metric": [0.71, 0.70, 0.66, 0.52, 0.40, 0.30],
+                            "ci_low": [0.53, 0.52, 0.5, 0.4, 0.3, 0.2],
+                            "ci_high": [0.87, 0.86, 0.8, 0.7, 0.6, 0.5],
+                            "random_mean": [0.71, 0.6, 0.5, 0.45, 0.4, 0.3],
+                            "random_low": 0.2, "random_high": 0.8, "orders": 20,
+                            "metric_name": "ranking_accuracy"})
+    (c,) = conclusions(pruning=pruning)
+    text = c.text("en")
+    assert "24 of 72" in text and "random orders (mean of 20) 12" in text
+    assert fmt(0.71) in text and fmt(0.53) in text and fmt(0.87) in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_sweep_differences_are_paired_intervals(lang):
+    def sweep(low):
+        return pd.DataFrame({"layer": 5, "tau": [0.25, 0.5, 1.0, 2.0],
+                             "metric": [0.77, 0.74, 0.71, 0.69],
+                             "diff": [0.06, 0.03, 0.0, -0.02], "diff_low": [low, -0.01, 0, -0.05],
+                             "diff_high": [0.123, 0.07, 0, 0.01], "ci_low": 0.5, "ci_high": 0.9,
+                             "max_weight": 0.5, "metric_name": "ranking_accuracy"})
+    unclear = _by_key(conclusions(sweep=sweep(-0.005)), lang)
+    text = unclear["c_sweep_null"][0]
+    assert CANNOT[lang] in text or "无法区分" in text
+    assert fmt(0.06) in text and fmt(-0.005) in text and fmt(0.123) in text
+    clear = _by_key(conclusions(sweep=sweep(0.01)), lang)
+    assert "c_sweep_sharper" in clear and fmt(0.01) in clear["c_sweep_sharper"][0]

@@ -1,73 +1,155 @@
-"""Charts of the "Does the model use it?" page, built from the frames of attention.importance.
-Labels come from attention/locales/<lang>/importance.toml; rows with NaN are left out (flow
-past its cap), so no chart ever draws NaN."""
+"""Charts of the "Does the model use it?" page, built from the frames of attention.importance
+(agreement, faithfulness, curves). Labels come from attention/locales/<lang>/importance.toml;
+rows with NaN are left out (flow past its cap, a layer without an interval), so no chart ever
+draws NaN. Intervals are black bars, null bands and random orders grey."""
 from __future__ import annotations
+
+import math
 
 import altair as alt
 import pandas as pd
 
-from attention.i18n import translate
 from attention.charts.model import natural_size
+from attention.i18n import translate
+
+GREY = "#bbbbbb"
 
 
 def _t(lang: str, key: str, **values) -> str:
     return translate(lang, f"importance.{key}", **values)
 
 
+def method_label(lang: str, method: str, layer, mean: bool = False) -> str:
+    """A row's name as the page shows it: "rollout, layer 5", "raw attention, mean over
+    layers", "gradient × input"."""
+    try:
+        name = _t(lang, f"method_{method}")
+    except KeyError:
+        name = method
+    if mean:
+        return _t(lang, "label_mean", method=name)
+    if layer is None or (isinstance(layer, float) and math.isnan(layer)):
+        return name
+    return _t(lang, "label_layer", method=name, layer=int(layer))
+
+
+def labelled(frame: pd.DataFrame, lang: str) -> pd.DataFrame:
+    """frame plus `label` (method_label of each row) and `order` (its row number)."""
+    mean = frame["layer_mean"] if "layer_mean" in frame else [False] * len(frame)
+    return frame.assign(label=[method_label(lang, m, layer, bool(x)) for m, layer, x in
+                               zip(frame["method"], frame["layer"], mean)],
+                        order=range(len(frame)))
+
+
+def interval_chart(frame: pd.DataFrame, lang: str, *, x_title: str, value: str = "spearman",
+                   y: str = "label", y_title: str | None = None) -> alt.Chart:
+    """One row per entry of `frame` (label, value, ci_low, ci_high, null_low, null_high):
+    a grey bar for the null band, a black bar for the interval, a point for the value."""
+    data = frame.dropna(subset=[value, "ci_low", "ci_high"]).copy()
+    data["null_low"] = data["null_low"].fillna(data[value])
+    data["null_high"] = data["null_high"].fillna(data[value])
+    sort = list(dict.fromkeys(data[y]))
+    ycode = alt.Y(f"{y}:N", sort=sort, title=y_title,
+                  axis=alt.Axis(labelLimit=320))
+    tips = [alt.Tooltip(f"{y}:N", title=_t(lang, "col_method")),
+            alt.Tooltip(f"{value}:Q", format=".3f"),
+            alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f"),
+            alt.Tooltip("null_low:Q", format=".3f"), alt.Tooltip("null_high:Q", format=".3f")]
+    base = alt.Chart(data).encode(y=ycode, tooltip=tips)
+    null = base.mark_bar(color=GREY, opacity=0.6, size=10).encode(
+        x=alt.X("null_low:Q", title=x_title), x2="null_high:Q")
+    ci = base.mark_rule(color="black", strokeWidth=2).encode(x="ci_low:Q", x2="ci_high:Q")
+    point = base.mark_circle(size=50, color="#1f77b4", opacity=1).encode(x=f"{value}:Q")
+    height = max(120, 16 * len(sort))
+    return natural_size(alt.layer(null, ci, point).properties(width=420, height=height))
+
+
 def agreement_chart(agreement: pd.DataFrame, lang: str) -> alt.Chart:
-    """Spearman per layer: one line per attention-based score, dashed for gradient x input."""
-    data = agreement.dropna(subset=["spearman"]).assign(
-        score_label=lambda f: [_t(lang, f"score_{s}") for s in f["score"]],
-        target_label=lambda f: [_t(lang, f"target_{s}") for s in f["target"]])
+    """Every row of the agreement table: mean rho, its interval and its null band."""
+    return interval_chart(labelled(agreement, lang), lang, x_title=_t(lang, "axis_spearman"))
+
+
+def sharpness_chart(sharpness: pd.DataFrame, lang: str) -> alt.Chart:
+    """Spearman of importance and sharpness per layer and pooled, with intervals and nulls."""
+    data = sharpness.assign(label=[
+        _t(lang, "label_layer", method=method_label(lang, imp, None), layer=int(layer))
+        if not math.isnan(layer) else _t(lang, "label_mean", method=method_label(lang, imp, None))
+        for imp, layer in zip(sharpness["importance"], sharpness["layer"])])
+    title = f"ρ ({method_label(lang, sharpness['importance'].iloc[0], None)}, " \
+            f"{method_label(lang, sharpness['sharpness'].iloc[0], None)})"
+    return interval_chart(data, lang, x_title=title)
+
+
+def faithfulness_chart(faith: pd.DataFrame, lang: str, methods=None) -> alt.Chart:
+    """Change of the target against the share of pieces removed, one line per method with its
+    interval as bars; random dashed."""
+    data = labelled(faith, lang)
+    if methods is not None:
+        data = data[[(m, None if math.isnan(layer) else int(layer)) in methods
+                     for m, layer in zip(data["method"], data["layer"])]]
+    data = data.dropna(subset=["change", "ci_low", "ci_high"])
+    data = data.assign(dash=data["method"] == "random")
     base = alt.Chart(data).encode(
-        x=alt.X("layer:O", title=_t(lang, "axis_layer")),
-        y=alt.Y("spearman:Q", title=_t(lang, "axis_spearman"), scale=alt.Scale(domain=[-1, 1])),
-        # labels in full (the longest, "raw attention (readout query)", was cut at 160 px)
-        color=alt.Color("score_label:N", title=_t(lang, "axis_score"),
+        x=alt.X("fraction:Q", title=_t(lang, "axis_fraction"), axis=alt.Axis(format="%")),
+        color=alt.Color("label:N", title=_t(lang, "axis_method"),
                         legend=alt.Legend(labelLimit=320)),
-        tooltip=["layer:O", "score_label:N", "target_label:N", alt.Tooltip("spearman:Q", format=".2f")])
-    # Lines and points as two layers: with mark_line(point=True) the dash legend draws
-    # circles, which cannot show a dash, and its two entries looked empty.
-    lines = base.mark_line().encode(
-        strokeDash=alt.StrokeDash("target_label:N", title=_t(lang, "axis_target"),
-                                  legend=alt.Legend(symbolType="stroke", symbolStrokeColor="#555",
-                                                    symbolStrokeWidth=2, labelLimit=320)))
-    chart = alt.layer(lines, base.mark_circle(size=30)).properties(width=420, height=260)
-    return natural_size(chart)
+        tooltip=[alt.Tooltip("label:N", title=_t(lang, "col_method")),
+                 alt.Tooltip("fraction:Q", format=".0%"),
+                 alt.Tooltip("change:Q", format=".4f"), alt.Tooltip("ci_low:Q", format=".4f"),
+                 alt.Tooltip("ci_high:Q", format=".4f"), alt.Tooltip("aopc:Q", format=".4f")])
+    lines = base.mark_line(point=True).encode(
+        y=alt.Y("change:Q", title=_t(lang, "axis_change")),
+        strokeDash=alt.StrokeDash("dash:N", legend=None))
+    bars = base.mark_rule(opacity=0.6).encode(y="ci_low:Q", y2="ci_high:Q")
+    return natural_size(alt.layer(bars, lines).properties(width=420, height=280))
 
 
-def heads_chart(heads: pd.DataFrame, lang: str) -> alt.Chart:
-    """Each head: ablation importance against mean max weight, coloured by layer."""
-    data = heads.dropna(subset=["ablation", "max_weight"])
-    chart = alt.Chart(data).mark_circle(size=60).encode(
-        x=alt.X("max_weight:Q", title=_t(lang, "axis_max_weight")),
-        y=alt.Y("ablation:Q", title=_t(lang, "axis_ablation")),
-        # viridis: layer 0 stays visible (the default blues drew it near white)
-        color=alt.Color("layer:O", title=_t(lang, "axis_layer"), scale=alt.Scale(scheme="viridis")),
-        tooltip=["layer:O", "head:O", alt.Tooltip("ablation:Q", format=".4f"),
-                 alt.Tooltip("gradient:Q", format=".4f"), alt.Tooltip("max_weight:Q", format=".3f"),
-                 alt.Tooltip("entropy:Q", format=".3f")],
-    ).properties(width=420, height=260)
+def heads_chart(heads: pd.DataFrame, lang: str, value: str = "ablation") -> alt.Chart:
+    """Head importance per layer: one cell per (layer, head)."""
+    data = heads.dropna(subset=[value])
+    chart = alt.Chart(data).mark_rect().encode(
+        x=alt.X("head:O", title="Head"),
+        y=alt.Y("layer:O", title=_t(lang, "axis_layer")),
+        color=alt.Color(f"{value}:Q", title=_t(lang, "axis_importance"),
+                        scale=alt.Scale(scheme="viridis")),
+        tooltip=["layer:O", "head:O", *[alt.Tooltip(f"{c}:Q", format=".4f") for c in
+                                        ("ablation", "mean_ablation", "gradient", "max_weight",
+                                         "entropy") if c in data]],
+    ).properties(width=420, height=30 * max(1, data["layer"].nunique()))
     return natural_size(chart)
 
 
 def pruning_chart(pruning: pd.DataFrame, lang: str) -> alt.Chart:
-    chart = alt.Chart(pruning.dropna(subset=["metric"])).mark_line(point=True).encode(
-        x=alt.X("removed:Q", title=_t(lang, "axis_removed")),
-        y=alt.Y("metric:Q", title=_t(lang, "axis_metric"), scale=alt.Scale(zero=False)),
-        tooltip=["removed:Q", alt.Tooltip("metric:Q", format=".3f")],
-    ).properties(width=420, height=220)
-    return natural_size(chart)
+    """The metric with heads removed in importance order (line, its interval shaded) and the
+    random orders' mean (dashed grey) and 95% band (grey)."""
+    data = pruning.dropna(subset=["metric", "ci_low", "ci_high", "random_low", "random_high"])
+    base = alt.Chart(data).encode(x=alt.X("removed:Q", title=_t(lang, "axis_removed")))
+    band = base.mark_area(color=GREY, opacity=0.5).encode(
+        y=alt.Y("random_low:Q", title=_t(lang, "axis_metric"), scale=alt.Scale(zero=False)),
+        y2="random_high:Q")
+    random_mean = base.mark_line(color="#777777", strokeDash=[4, 3]).encode(y="random_mean:Q")
+    ci = base.mark_area(color="#1f77b4", opacity=0.2).encode(y="ci_low:Q", y2="ci_high:Q")
+    line = base.mark_line(point=True, color="#1f77b4").encode(
+        y="metric:Q", tooltip=["removed:Q", alt.Tooltip("metric:Q", format=".3f"),
+                               alt.Tooltip("ci_low:Q", format=".3f"),
+                               alt.Tooltip("ci_high:Q", format=".3f"),
+                               alt.Tooltip("random_mean:Q", format=".3f"),
+                               alt.Tooltip("random_low:Q", format=".3f"),
+                               alt.Tooltip("random_high:Q", format=".3f")])
+    return natural_size(alt.layer(band, random_mean, ci, line).properties(width=420, height=240))
 
 
 def sweep_chart(sweep: pd.DataFrame, lang: str) -> alt.Chart:
-    """Metric against the layer's mean max weight, one point per temperature, in tau order."""
-    data = sweep.dropna(subset=["metric", "max_weight"])
+    """The metric's paired difference from tau = 1 against tau (log scale), with intervals."""
+    data = sweep.dropna(subset=["diff", "diff_low", "diff_high"])
     base = alt.Chart(data).encode(
-        x=alt.X("max_weight:Q", title=_t(lang, "axis_max_weight")),
-        y=alt.Y("metric:Q", title=_t(lang, "axis_metric"), scale=alt.Scale(zero=False)),
-        order=alt.Order("tau:Q"),
-        tooltip=[alt.Tooltip("tau:Q", format=".2f", title=_t(lang, "axis_tau")),
-                 alt.Tooltip("metric:Q", format=".3f"), alt.Tooltip("max_weight:Q", format=".3f")])
-    labels = base.mark_text(dy=-10).encode(text=alt.Text("tau:Q", format=".2f"))
-    return natural_size((base.mark_line(point=True) + labels).properties(width=420, height=240))
+        x=alt.X("tau:Q", title=_t(lang, "axis_tau"), scale=alt.Scale(type="log", base=2)),
+        tooltip=[alt.Tooltip("tau:Q", format=".2f"), alt.Tooltip("metric:Q", format=".3f"),
+                 alt.Tooltip("diff:Q", format=".3f"), alt.Tooltip("diff_low:Q", format=".3f"),
+                 alt.Tooltip("diff_high:Q", format=".3f"),
+                 alt.Tooltip("max_weight:Q", format=".3f")])
+    zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color=GREY).encode(y="y:Q")
+    bars = base.mark_rule(color="black").encode(
+        y=alt.Y("diff_low:Q", title=_t(lang, "axis_diff")), y2="diff_high:Q")
+    points = base.mark_line(point=True).encode(y="diff:Q")
+    return natural_size(alt.layer(zero, bars, points).properties(width=420, height=220))

@@ -1,11 +1,20 @@
-"""Sentences written from the importance frames (never fixed text): each conclusion is a
-locale key plus parameters formatted here from the numbers of the frames on screen.
+"""Sentences written from the importance frames and their intervals (never fixed text): each
+conclusion is a locale key plus parameters formatted here from the frames on screen.
 
-    conclusions(agreement, heads, sweep, pruning) -> list[Conclusion]
-    Conclusion.text(lang) -> str
+    conclusions(agreement=None, faithfulness=None, sharpness=None, pruning=None, sweep=None)
+        -> list[Conclusion];  Conclusion.text(lang) -> str
 
-agreement: `importance.layer_agreement`; heads: `importance.head_importance`;
-sweep: `importance.temperature_sweep`; pruning: `importance.pruning_curve` (any may be None).
+agreement: importance.agreement; faithfulness: importance.faithfulness; sharpness:
+curves.sharpness_agreement; pruning: curves.pruning_with_band; sweep: curves.paired_sweep.
+
+The rules every sentence follows:
+  - it states its 95% interval and how many texts (or pairs, or heads) it rests on;
+  - where the interval overlaps the null band (what scores unrelated to the target give), or
+    includes 0 for a difference, or the corpus has fewer than MIN_TEXTS texts, the sentence
+    says the data cannot tell, and why;
+  - two methods are called different only when their intervals do not overlap;
+  - about heads, nothing beyond what ablation measured: a correlation across heads is
+    reported as one, never as sharpness causing importance.
 """
 from __future__ import annotations
 
@@ -15,122 +24,266 @@ from dataclasses import dataclass
 import pandas as pd
 
 from attention.i18n import translate
-from attention.measures.rank import spearman
 
-CLEAR = 0.3          # |Spearman| below this: "says little"
-FLAT = 0.005         # metric changes smaller than this count as no change
-KEEP = 0.95          # pruning: heads removable while the metric keeps 95% of the full model's
+MIN_TEXTS = 20       # below this many texts a corpus-level statement is not made
+KEEP = 0.95          # (kept for callers of the old pruning rule)
+MAIN = ("attention", "rollout", "flow", "norm")           # layered families, layer means
+SINGLE = ("gradient", "integrated_gradients")             # methods without layers
+BASELINES = ("random", "position_start", "position_end", "inverse_frequency")
 
 
-def fmt(x: float) -> str:
+def fmt(x) -> str:
     """Every number in a sentence: two decimals, a minus sign for negatives, n/a for NaN."""
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{float(x):.2f}".replace("-0.00", "0.00")
+
+
+def _nan(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
 
 
 @dataclass(frozen=True)
 class Conclusion:
     key: str                     # "importance.<key>"
-    params: tuple                # ((name, value as shown), ...)
+    params: tuple                # ((name, value as shown or a label key), ...)
 
     def text(self, lang: str) -> str:
-        return translate(lang, f"importance.{self.key}", **dict(self.params))
+        values = {}
+        for name, value in self.params:
+            if isinstance(value, Label):
+                value = value.text(lang)
+            values[name] = value
+        return translate(lang, f"importance.{self.key}", **values)
 
 
-def _mean(agreement: pd.DataFrame, score: str, target: str) -> float:
-    rows = agreement[(agreement["score"] == score) & (agreement["target"] == target)]
-    values = rows["spearman"].dropna()
-    return float(values.mean()) if len(values) else float("nan")
+@dataclass(frozen=True)
+class Label:
+    """A method's name in the reader's language: family, layer (None = none), layer mean."""
+    method: str
+    layer: int | None = None
+    mean: bool = False
+
+    def text(self, lang: str) -> str:
+        if self.method.startswith("metric_"):
+            return translate(lang, f"importance.{self.method}")
+        name = translate(lang, f"importance.method_{self.method}") \
+            if _known(lang, self.method) else self.method
+        if self.mean:
+            return translate(lang, "importance.label_mean", method=name)
+        if self.layer is not None:
+            return translate(lang, "importance.label_layer", method=name, layer=self.layer)
+        return name
 
 
-def agreement_conclusions(agreement: pd.DataFrame) -> list[Conclusion]:
+def _known(lang: str, method: str) -> bool:
+    try:
+        translate(lang, f"importance.method_{method}")
+    except KeyError:                 # a column of the user's own: its name as it is
+        return False
+    return True
+
+
+def label_of(row) -> Label:
+    layer = None if _nan(row["layer"]) else int(row["layer"])
+    return Label(str(row["method"]), layer, bool(row.get("layer_mean", False)))
+
+
+def _interval(row, low="ci_low", high="ci_high") -> tuple:
+    return (("low", fmt(row[low])), ("high", fmt(row[high])))
+
+
+def overlaps_null(row) -> bool:
+    if any(_nan(row[c]) for c in ("ci_low", "ci_high", "null_low", "null_high")):
+        return True
+    return not (row["ci_low"] > row["null_high"] or row["ci_high"] < row["null_low"])
+
+
+# ---------------------------------------------------------------------------- agreement
+
+
+def _rows(agreement: pd.DataFrame, method: str, *, mean: bool = False, layer=None):
+    got = agreement[(agreement["method"] == method) & (agreement["layer_mean"] == mean)]
+    got = got[got["layer"].isna()] if layer is None else got[got["layer"] == layer]
+    return got.iloc[0] if len(got) else None
+
+
+def agreement_sentence(row, against: str = "occlusion") -> Conclusion:
+    """One method's agreement: clear (positive or negative), cannot tell (null), or too few."""
+    params = (("method", label_of(row)), ("rho", fmt(row["spearman"])), *_interval(row),
+              ("texts", str(int(row["texts"]))), ("null_low", fmt(row["null_low"])),
+              ("null_high", fmt(row["null_high"])), ("min", str(MIN_TEXTS)),
+              ("against", Label(against)))
+    if int(row["texts"]) < MIN_TEXTS:
+        return Conclusion("c_agree_few", params)
+    if _nan(row["spearman"]) or overlaps_null(row):
+        return Conclusion("c_agree_null", params)
+    return Conclusion("c_agree_pos" if row["spearman"] > 0 else "c_agree_neg", params)
+
+
+def agreement_conclusions(agreement: pd.DataFrame, against: str = "occlusion") -> list[Conclusion]:
     out = []
-    means = {(s, t): _mean(agreement, s, t) for s in ("attention", "rollout", "flow")
-             for t in ("occlusion", "gradient")}
-    out.append(Conclusion("c_agreement", (
-        ("layers", str(agreement["layer"].nunique())),
-        ("raw_occ", fmt(means["attention", "occlusion"])),
-        ("roll_occ", fmt(means["rollout", "occlusion"])),
-        ("flow_occ", fmt(means["flow", "occlusion"])),
-        ("raw_grad", fmt(means["attention", "gradient"])),
-        ("roll_grad", fmt(means["rollout", "gradient"])),
-        ("flow_grad", fmt(means["flow", "gradient"])))))
-    raw = means["attention", "occlusion"]
-    best = max(means["rollout", "occlusion"], means["flow", "occlusion"],
-               key=lambda v: -math.inf if math.isnan(v) else v)
-    if not (math.isnan(raw) or math.isnan(best)):
-        out.append(Conclusion("c_rollout_better" if best > raw else "c_raw_better",
-                              (("raw", fmt(raw)), ("best", fmt(best)))))
-    rows = agreement[(agreement["score"] == "attention") & (agreement["target"] == "occlusion")]
-    rows = rows.dropna(subset=["spearman"]).sort_values("layer")
-    if len(rows) >= 2:
-        first, last = rows.iloc[0], rows.iloc[-1]
-        key = "c_raw_drops" if last["spearman"] < first["spearman"] else "c_raw_holds"
-        out.append(Conclusion(key, (("first_layer", str(int(first["layer"]))),
-                                    ("first", fmt(float(first["spearman"]))),
-                                    ("last_layer", str(int(last["layer"]))),
-                                    ("last", fmt(float(last["spearman"]))))))
+    picked = [r for r in (_rows(agreement, m, mean=True) for m in MAIN) if r is not None]
+    picked += [r for r in (_rows(agreement, m) for m in SINGLE) if r is not None]
+    for row in picked:
+        out.append(agreement_sentence(row, against))
+    texts = int(agreement["texts"].max()) if len(agreement) else 0
+    raw, roll = _rows(agreement, "attention", mean=True), _rows(agreement, "rollout", mean=True)
+    if raw is not None and roll is not None and texts >= MIN_TEXTS:
+        out.append(_compare(roll, raw, texts))
+    base = agreement[agreement["baseline"]].dropna(subset=["spearman"])
+    if len(base) and texts >= MIN_TEXTS:
+        best = base.loc[base["spearman"].idxmax()]
+        scored = agreement[~agreement["baseline"] & ~agreement["layer_mean"]
+                           & agreement["method"].isin(MAIN + SINGLE)].dropna(subset=["ci_low"])
+        above = int((scored["ci_low"] > best["ci_high"]).sum())
+        out.append(Conclusion("c_baseline", (
+            ("baseline", label_of(best)), ("rho", fmt(best["spearman"])), *_interval(best),
+            ("above", str(above)), ("total", str(len(scored))), ("texts", str(texts)))))
     return out
 
 
-def sharpness_conclusions(heads: pd.DataFrame) -> list[Conclusion]:
-    rho = spearman(heads["ablation"], heads["max_weight"])
-    rho_entropy = spearman(heads["ablation"], heads["entropy"])
-    if math.isnan(rho):
+def _compare(a, b, texts: int) -> Conclusion:
+    params = (("a", label_of(a)), ("b", label_of(b)), ("a_rho", fmt(a["spearman"])),
+              ("a_low", fmt(a["ci_low"])), ("a_high", fmt(a["ci_high"])),
+              ("b_rho", fmt(b["spearman"])), ("b_low", fmt(b["ci_low"])),
+              ("b_high", fmt(b["ci_high"])), ("texts", str(texts)))
+    if a["ci_low"] > b["ci_high"]:
+        return Conclusion("c_compare_above", params)
+    if a["ci_high"] < b["ci_low"]:
+        return Conclusion("c_compare_below", params)
+    return Conclusion("c_compare_overlap", params)
+
+
+# ---------------------------------------------------------------------------- faithfulness
+
+
+def faithfulness_conclusions(faith: pd.DataFrame) -> list[Conclusion]:
+    per = faith.drop_duplicates(subset=["method", "layer"]).copy()
+    per["layer_mean"] = False
+    rand = per[per["method"] == "random"]
+    if not len(rand):
         return []
-    key = ("c_sharp_matter" if rho >= CLEAR else "c_flat_matter" if rho <= -CLEAR
-           else "c_sharp_unrelated")
-    return [Conclusion(key, (("rho", fmt(rho)), ("rho_entropy", fmt(rho_entropy)),
-                             ("heads", str(len(heads)))))]
+    rand = rand.iloc[0]
+    fractions = ", ".join(f"{100 * f:.0f}%" for f in sorted(faith["fraction"].unique()))
+    last = per["layer"].max()
+    out = []
+    for method in ("occlusion", *SINGLE, *MAIN):
+        rows = per[per["method"] == method]
+        if method in MAIN:
+            rows = rows[rows["layer"] == last]
+        if not len(rows):
+            continue
+        row = rows.iloc[0]
+        params = (("method", label_of(row)), ("aopc", fmt(row["aopc"])),
+                  ("low", fmt(row["aopc_low"])), ("high", fmt(row["aopc_high"])),
+                  ("random", fmt(rand["aopc"])), ("random_low", fmt(rand["aopc_low"])),
+                  ("random_high", fmt(rand["aopc_high"])), ("texts", str(int(row["texts"]))),
+                  ("fractions", fractions), ("min", str(MIN_TEXTS)))
+        if int(row["texts"]) < MIN_TEXTS:
+            key = "c_faith_few"
+        elif row["aopc_low"] > rand["aopc_high"]:
+            key = "c_faith_above"
+        elif row["aopc_high"] < rand["aopc_low"]:
+            key = "c_faith_below"
+        else:
+            key = "c_faith_null"
+        out.append(Conclusion(key, params))
+    return out
+
+
+# ---------------------------------------------------------------------------- heads
+
+
+def sharpness_conclusions(sharp: pd.DataFrame, texts: int) -> list[Conclusion]:
+    """Pooled and per layer: which layers' intervals exclude their null bands, and the
+    pooled one; nothing causal (see the module docstring)."""
+    if not len(sharp):
+        return []
+    pooled = sharp[sharp["layer"].isna()]
+    layers = sharp[sharp["layer"].notna()]
+    out = []
+    if len(pooled):
+        row = pooled.iloc[0]
+        params = (("rho", fmt(row["spearman"])), *_interval(row),
+                  ("null_low", fmt(row["null_low"])), ("null_high", fmt(row["null_high"])),
+                  ("heads", str(int(row["heads"]))), ("texts", str(texts)),
+                  ("min", str(MIN_TEXTS)), ("sharpness", Label(str(row["sharpness"]))),
+                  ("importance", Label(str(row["importance"]))))
+        key = ("c_sharp_few" if texts < MIN_TEXTS else "c_sharp_null" if overlaps_null(row)
+               else "c_sharp_pos" if row["spearman"] > 0 else "c_sharp_neg")
+        out.append(Conclusion(key, params))
+    if len(layers):
+        clear = layers[[not overlaps_null(r) for _, r in layers.iterrows()]]
+        span = (("low_rho", fmt(layers["spearman"].min())),
+                ("high_rho", fmt(layers["spearman"].max())),
+                ("layers", str(len(layers))), ("clear", str(len(clear))),
+                ("clear_list", ", ".join(f"{int(r['layer'])} ({fmt(r['spearman'])}, "
+                                         f"{fmt(r['ci_low'])} – {fmt(r['ci_high'])})"
+                                         for _, r in clear.iterrows()) or "–"),
+                ("heads", str(int(layers["heads"].iloc[0]))), ("texts", str(texts)))
+        out.append(Conclusion("c_sharp_layers", span))
+    return out
+
+
+def pruning_conclusions(pruning: pd.DataFrame) -> list[Conclusion]:
+    """How many heads go, least important first, before the metric leaves the full model's
+    own interval; the same for the random orders' mean."""
+    rows = pruning.sort_values("removed")
+    full = rows.iloc[0]
+    total = int(rows["removed"].iloc[-1])
+
+    def kept(values) -> int:
+        inside = values.to_numpy() >= full["ci_low"]
+        k = 0
+        for removed, ok in zip(rows["removed"], inside):
+            if not ok:
+                break
+            k = int(removed)
+        return k
+
+    return [Conclusion("c_pruning", (
+        ("kept", str(kept(rows["metric"]))), ("random_kept", str(kept(rows["random_mean"]))),
+        ("total", str(total)), ("full", fmt(full["metric"])), ("low", fmt(full["ci_low"])),
+        ("high", fmt(full["ci_high"])), ("orders", str(int(full.get("orders", 0)))),
+        ("metric", Label("metric_" + str(full["metric_name"])))))]
 
 
 def sweep_conclusions(sweep: pd.DataFrame) -> list[Conclusion]:
     out = []
     for layer, rows in sweep.groupby("layer"):
-        rows = rows.sort_values("tau")
-        metric = rows["metric"].to_numpy()
-        best = int(metric.argmax())
-        peak = float(metric[best])
-        ends = float(metric[0]), float(metric[-1])
-        interior = 0 < best < len(metric) - 1 and min(peak - ends[0], peak - ends[1]) > FLAT
-        if interior:
-            key = "c_inverted_u"
-        elif peak - min(metric) <= FLAT:
-            key = "c_sweep_flat"
+        rows = rows[rows["tau"] != 1.0]
+        if not len(rows):
+            continue
+        best = rows.loc[rows["diff"].idxmax()]
+        worst = rows.loc[rows["diff"].idxmin()]
+        params = (("layer", str(int(layer))), ("tau", fmt(best["tau"])),
+                  ("diff", fmt(best["diff"])), ("low", fmt(best["diff_low"])),
+                  ("high", fmt(best["diff_high"])), ("worst_tau", fmt(worst["tau"])),
+                  ("worst", fmt(worst["diff"])), ("worst_low", fmt(worst["diff_low"])),
+                  ("worst_high", fmt(worst["diff_high"])),
+                  ("metric", Label("metric_" + str(best["metric_name"]))))
+        if best["diff_low"] > 0:
+            key = "c_sweep_sharper" if best["tau"] < 1 else "c_sweep_flatter"
         else:
-            key = "c_sharper_better" if best == 0 else "c_flatter_better" \
-                if best == len(metric) - 1 else "c_sweep_mixed"
-        at_one = rows[rows["tau"] == 1.0]["metric"]
-        out.append(Conclusion(key, (
-            ("layer", str(int(layer))), ("tau", fmt(float(rows["tau"].iloc[best]))),
-            ("peak", fmt(peak)), ("max_weight", fmt(float(rows["max_weight"].iloc[best]))),
-            ("base", fmt(float(at_one.iloc[0])) if len(at_one) else "n/a"),
-            ("low", fmt(ends[0])), ("high", fmt(ends[1])))))
+            key = "c_sweep_null"
+        out.append(Conclusion(key, params))
     return out
 
 
-def pruning_conclusions(pruning: pd.DataFrame) -> list[Conclusion]:
-    rows = pruning.sort_values("removed")
-    full = float(rows["metric"].iloc[0])
-    total = int(rows["removed"].iloc[-1])
-    if rows["metric_name"].iloc[0] == "negative_loss":
-        ok = rows["metric"] >= full - abs(full) * (1 - KEEP)      # loss within 5% of the full
-    else:
-        ok = rows["metric"] >= full * KEEP
-    bad = rows[~ok]
-    kept = int(rows[ok & (rows["removed"] < (bad["removed"].min() if len(bad) else math.inf))]
-               ["removed"].max())
-    return [Conclusion("c_pruning", (("kept", str(kept)), ("total", str(total)),
-                                     ("share", fmt(100 * kept / total) if total else "n/a"),
-                                     ("full", fmt(full)),
-                                     ("last", fmt(float(rows["metric"].iloc[-1])))))]
-
-
-def conclusions(agreement=None, heads=None, sweep=None, pruning=None) -> list[Conclusion]:
+def conclusions(agreement=None, faithfulness=None, sharpness=None, pruning=None, sweep=None,
+                *, texts: int | None = None) -> list[Conclusion]:
+    """Every sentence the page shows, from the frames given (any may be None). texts: the
+    corpus's size for the head sentences (default: the agreement's largest count)."""
+    if texts is None:
+        texts = int(agreement["texts"].max()) if agreement is not None and len(agreement) else 0
     out = []
     if agreement is not None and len(agreement):
         out += agreement_conclusions(agreement)
-    if heads is not None and len(heads):
-        out += sharpness_conclusions(heads)
+    if faithfulness is not None and len(faithfulness):
+        out += faithfulness_conclusions(faithfulness)
+    if sharpness is not None and len(sharpness):
+        out += sharpness_conclusions(sharpness, texts)
     if pruning is not None and len(pruning):
         out += pruning_conclusions(pruning)
     if sweep is not None and len(sweep):

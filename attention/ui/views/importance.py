@@ -1,24 +1,33 @@
-"""The "Does the model use it?" page: token importance, head importance, pruning and a
-temperature sweep on the loaded model, each heavy result cached per (model, texts) in the
-server's byte-bounded store, and conclusions written from the frames on screen."""
+"""The "Does the model use it?" page: over a corpus (bundled:en by default, bundled:zh, the
+sidebar's lines or an upload), attention against occlusion with intervals and null bands,
+faithfulness curves, head importance per layer, the pruning curve beside random orders, the
+temperature sweep's paired differences, and conclusions written from the intervals.
+
+Every frame comes from attention.importance.shipped.results: the server's byte-bounded store,
+then the disk cache (keyed by model, corpus digest, settings and code), then the files shipped
+with the code (the default view: bundled:en's first texts on the bundled model), and only
+then computed, with st.progress. A cold link to the default view reads and computes nothing.
+View settings live in the URL: imp_corpus, imp_words, imp_layer."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from attention import models
-
-from attention.measures import flow
-from attention import importance as imp
+from attention import corpus, models
 from attention.charts import importance as charts
+from attention.conclusions.importance import conclusions
 from attention.errors import UserError
-from attention.conclusions.importance import conclusions, fmt
+from attention.importance import shipped
 from attention.ui import cache
 from attention.ui.chart import show
 from attention.ui.state import flag, view_widget
 from attention.ui.text import lang, message, t
 
-LAYER_KEY, WORDS_KEY = "imp_layer", "imp_words"
+CORPUS_KEY, WORDS_KEY, LAYER_KEY = "imp_corpus", "imp_words", "imp_layer"
+CORPORA = ("bundled:en", "bundled:zh", "sidebar", "upload")
+UPLOAD_KEY = "imp_upload"
+FAITH_SHOWN = ("occlusion", "gradient", "integrated_gradients", "attention", "rollout", "flow",
+               "norm", "random", "position_start")
 
 
 def model_source(spec) -> str:
@@ -32,124 +41,164 @@ def texts_of(spec) -> tuple[str, ...]:
     return tuple(line.strip() for line in raw.splitlines() if line.strip())
 
 
-# Each frame once per (model, texts) on this server, in the byte-bounded store every page
-# shares, computed in one of the gate's slots (these are the heaviest computations a visitor
-# can ask for): a rerun, a toggle or another session with the same text reads it back.
-def token_frame(source: str, texts: tuple[str, ...]) -> pd.DataFrame:
-    return cache.cached("imp_tokens", (source, texts),
-                        lambda: imp.token_importance(models.load_model(source), texts))
+def corpus_texts(choice: str, spec) -> tuple[str, list[str]] | None:
+    """(what to call the corpus, all its texts) for the choice; None while an upload is
+    awaited. UserError for a refused file."""
+    if choice in ("bundled:en", "bundled:zh"):
+        return choice, corpus.load(choice)
+    if choice == "sidebar":
+        return t("importance.corpus_sidebar"), list(texts_of(spec))
+    upload = st.file_uploader(t("importance.upload"), type=["txt", "csv", "jsonl"],
+                              key=UPLOAD_KEY)
+    column = st.text_input(t("importance.upload_column"), key="imp_upload_column") or None
+    if upload is None:
+        st.info(t("importance.upload_first"), icon=":material/upload_file:")
+        return None
+    return upload.name, corpus.from_upload(upload.name, upload.getvalue(), column)
 
 
-def head_frame(source: str, texts: tuple[str, ...]) -> pd.DataFrame:
-    return cache.cached("imp_heads", (source, texts),
-                        lambda: imp.head_importance(models.load_model(source), texts))
+def results(source: str, texts: tuple[str, ...]):
+    """Every frame of the page for (model, texts): stored, shipped or computed with progress."""
+    def compute():
+        bar = st.progress(0.0, text=t("importance.progress", texts=len(texts),
+                                      stage=t("importance.stage_tokens")))
 
-
-def pruning_frame(source: str, texts: tuple[str, ...], heads: pd.DataFrame) -> pd.DataFrame:
-    """heads: head_frame(source, texts), which ranks the heads."""
-    return cache.cached("imp_pruning", (source, texts),
-                        lambda: imp.pruning_curve(models.load_model(source), heads, texts))
-
-
-def sweep_frame(source: str, texts: tuple[str, ...], layer: int) -> pd.DataFrame:
-    """texts is () for a sentence model: its metric is the project's sentence pairs."""
-    return cache.cached("imp_sweep", (source, texts, layer), lambda: imp.temperature_sweep(
-        models.load_model(source), texts, layers=(layer,)))
-
-
-def agreement_table(agreement: pd.DataFrame, language: str) -> pd.DataFrame:
-    """One row per layer, one column per (score, target) as shown on the page."""
-    frame = agreement.assign(column=[
-        f"{t(f'importance.score_{s}')} / {t(f'importance.target_{g}')}"
-        for s, g in zip(agreement["score"], agreement["target"])])
-    table = frame.pivot(index="layer", columns="column", values="spearman")
-    order = list(dict.fromkeys(frame["column"]))
-    return table[order].reset_index().rename(columns={"layer": t("importance.axis_layer")})
+        def progress(fraction: float, stage: str) -> None:
+            bar.progress(min(max(fraction, 0.0), 1.0),
+                         text=t("importance.progress", texts=len(texts),
+                                stage=t(f"importance.stage_{stage}")))
+        try:
+            return shipped.results(source, texts, progress)
+        finally:
+            bar.empty()
+    return cache.cached("imp_results", (source, corpus.digest(list(texts))), compute)
 
 
 def draw_importance(spec) -> None:
     source = model_source(spec)
-    texts = texts_of(spec)
     try:
         model = models.load_model(source)
     except UserError as err:
         st.error(message(err), icon=":material/error:")
         return
     st.markdown(t("importance.intro", model=model.name))
+    labels = {c: t(f"importance.corpus_{c.replace(':', '_')}") for c in CORPORA}
+    left, right = st.columns([3, 2])
+    with left:
+        choice = view_widget(CORPUS_KEY, st.selectbox, default="bundled:en", cast=str,
+                             valid=lambda v: v in CORPORA, label=t("importance.corpus"),
+                             options=list(CORPORA), format_func=labels.get)
+    with right:
+        words_only = view_widget(WORDS_KEY, st.toggle, default=True, cast=flag,
+                                 label=t("importance.words_only"),
+                                 help=t("importance.words_only_help"))
+    try:
+        got = corpus_texts(choice, spec)
+    except UserError as err:
+        st.error(message(err), icon=":material/error:")
+        return
+    if got is None:
+        return
+    name, everything = got
+    texts = tuple(everything[:shipped.PAGE_TEXTS])
     if not texts:
         st.info(t("importance.no_text"), icon=":material/info:")
         return
     try:
-        imp.check_texts(model, texts)
-    except UserError as err:
-        st.error(message(err), icon=":material/error:")
+        record = results(source, texts)
+    except (UserError, ValueError) as err:
+        st.error(message(err) if isinstance(err, UserError) else str(err),
+                 icon=":material/error:")
         return
+    frames = record.frames
+    tokens = frames["tokens"]
+    st.markdown(t("importance.corpus_count", used=len(texts), source=name, total=len(everything),
+                  limit=shipped.PAGE_TEXTS, pieces=len(tokens)))
+    if source == models.BUNDLED and shipped.shipped_path().exists() and \
+            list(texts) == shipped.shipped_texts():
+        st.caption(t("importance.shipped_note"))
+    language = lang()
+    agreement = frames["agreement_words" if words_only else "agreement_all"]
+    draw_agreement(model, agreement, language)
+    draw_faithfulness(frames["faithfulness"], language)
+    sharp = frames["sharpness"]
+    sharp = sharp[(sharp["importance"] == "ablation") & (sharp["sharpness"] == "max_weight")]
+    measured = int(record.values.get("texts", len(texts)))
+    draw_heads(frames["heads"], sharp, measured, language)
+    pruning = frames["pruning"]
+    draw_pruning(pruning, language)
+    sweep = draw_sweep(model, frames["sweep"], language)
+    st.subheader(t("importance.conclusions_title"))
+    for c in conclusions(agreement, frames["faithfulness"], sharp, pruning, sweep,
+                         texts=measured):
+        st.markdown(f"- {c.text(language)}")
+
+
+def agreement_table(agreement: pd.DataFrame, language: str) -> pd.DataFrame:
+    """The agreement frame as the page shows it: one row per method and layer."""
+    shown = charts.labelled(agreement, language)
+    return pd.DataFrame({
+        t("importance.col_method"): shown["label"],
+        t("importance.col_rho"): shown["spearman"],
+        t("importance.col_ci_low"): shown["ci_low"], t("importance.col_ci_high"): shown["ci_high"],
+        t("importance.col_null_low"): shown["null_low"],
+        t("importance.col_null_high"): shown["null_high"],
+        t("importance.col_texts"): shown["texts"], t("importance.col_pieces"): shown["pieces"]})
+
+
+def draw_agreement(model, agreement: pd.DataFrame, language: str) -> None:
+    st.subheader(t("importance.agreement_title"))
+    st.caption(t("importance.agreement_help", n_boot=1000,
+                 readout=t(f"importance.readout_{model.head}")))
+    st.markdown(f"**{t('importance.agreement_table')}**")
+    st.dataframe(agreement_table(agreement, language), hide_index=True, width="stretch",
+                 column_config={t(f"importance.col_{c}"): st.column_config.NumberColumn(
+                     format="%.3f") for c in ("rho", "ci_low", "ci_high", "null_low",
+                                              "null_high")})
+    show(charts.agreement_chart(agreement, language), width="content")
+
+
+def draw_faithfulness(faith: pd.DataFrame, language: str) -> None:
+    st.subheader(t("importance.faith_title"))
+    fractions = ", ".join(f"{100 * f:.0f}%" for f in sorted(faith["fraction"].unique()))
+    st.caption(t("importance.faith_help", fractions=fractions, texts=int(faith["texts"].max())))
+    last = faith["layer"].max()
+    shown = {(m, None) for m in FAITH_SHOWN} | {(m, int(last)) for m in FAITH_SHOWN}
+    show(charts.faithfulness_chart(faith, language, shown), width="content")
+    per = charts.labelled(faith.drop_duplicates(subset=["method", "layer"]), language)
+    st.markdown(f"**{t('importance.faith_table')}**")
+    st.dataframe(pd.DataFrame({
+        t("importance.col_method"): per["label"], t("importance.col_aopc"): per["aopc"],
+        t("importance.col_ci_low"): per["aopc_low"], t("importance.col_ci_high"): per["aopc_high"],
+        t("importance.col_texts"): per["texts"]}), hide_index=True, width="stretch")
+
+
+def draw_heads(heads: pd.DataFrame, sharp: pd.DataFrame, texts: int, language: str) -> None:
+    st.subheader(t("importance.heads_title"))
+    st.caption(t("importance.heads_help", texts=texts))
+    show(charts.heads_chart(heads, language), width="content")
+    st.subheader(t("importance.sharp_title"))
+    st.caption(t("importance.sharp_help", heads=int(heads.groupby("layer").size().max())))
+    if len(sharp):
+        show(charts.sharpness_chart(sharp, language), width="content")
+
+
+def draw_pruning(pruning: pd.DataFrame, language: str) -> None:
+    st.subheader(t("importance.pruning_title"))
+    metric = t(f"importance.metric_{pruning['metric_name'].iloc[0]}")
+    st.caption(t("importance.pruning_help", orders=int(pruning["orders"].iloc[0]), metric=metric))
+    show(charts.pruning_chart(pruning, language), width="content")
+
+
+def draw_sweep(model, sweep: pd.DataFrame, language: str) -> pd.DataFrame:
+    """The chosen layer's sweep (?imp_layer=, default the last); returns its rows."""
+    st.subheader(t("importance.sweep_title"))
     last = model.layers - 1
     layer = view_widget(LAYER_KEY, st.selectbox, default=last, cast=int,
                         valid=lambda value: 0 <= value <= last, label=t("importance.sweep_layer"),
                         options=list(range(model.layers)))
-    words_only = view_widget(WORDS_KEY, st.toggle, default=False, cast=flag,
-                             label=t("importance.words_only"), help=t("importance.words_only_help"))
-    bar = st.progress(0.0, text=t("importance.progress_tokens"))
-    try:
-        tokens = token_frame(source, texts)
-        agreement = imp.layer_agreement(tokens, words_only=words_only)
-        bar.progress(0.3, text=t("importance.progress_heads"))
-        heads = head_frame(source, texts)
-        bar.progress(0.5, text=t("importance.progress_pruning"))
-        pruning = pruning_frame(source, texts, heads)
-        bar.progress(0.8, text=t("importance.progress_sweep", layer=layer))
-        sweep = sweep_frame(source, texts if model.head != "none" else (), layer)
-    except UserError as err:
-        bar.empty()
-        st.error(message(err), icon=":material/error:")
-        return
-    bar.empty()
-    language = lang()
-    draw_tokens(model, tokens, agreement, language)
-    draw_heads(model, heads, pruning, language)
-    draw_sweep(sweep, pruning["metric_name"].iloc[0], language)
-    st.subheader(t("importance.conclusions_title"))
-    for c in conclusions(agreement, heads, sweep, pruning):
-        st.markdown(f"- {c.text(language)}")
-
-
-def draw_tokens(model, tokens: pd.DataFrame, agreement: pd.DataFrame, language: str) -> None:
-    st.subheader(t("importance.tokens_title"))
-    st.caption(t("importance.tokens_help", output=t(f"importance.output_{model.head}"),
-                 query=t("importance.query_last" if model.is_causal else "importance.query_first"),
-                 cap=flow.MAX_PIECES))
-    st.markdown(f"**{t('importance.agreement_table')}**")
-    st.dataframe(agreement_table(agreement, language), hide_index=True, width="stretch")
-    show(charts.agreement_chart(agreement, language), width="content")
-    st.markdown(f"**{t('importance.token_table')}**")
-    last = model.layers - 1
-    shown = tokens[["text", "position", "token", "occlusion", "gradient",
-                    f"attention_{last}", "rollout", "flow"]].rename(columns={
-        "text": t("importance.col_text"), "position": t("importance.col_position"),
-        "token": t("importance.col_token"), "occlusion": t("importance.target_occlusion"),
-        "gradient": t("importance.target_gradient"),
-        f"attention_{last}": f"{t('importance.score_attention')} L{last}",
-        "rollout": t("importance.score_rollout"), "flow": t("importance.score_flow")})
-    st.dataframe(shown, hide_index=True, width="stretch")
-
-
-def draw_heads(model, heads: pd.DataFrame, pruning: pd.DataFrame, language: str) -> None:
-    st.subheader(t("importance.heads_title"))
-    change = t("importance.change_none" if model.head == "none" else "importance.change_lm")
-    st.caption(t("importance.heads_help", output_change=change))
-    show(charts.heads_chart(heads, language), width="content")
-    st.markdown(t("importance.heads_spearman", heads=len(heads),
-                  rho=fmt(imp.spearman(heads["ablation"], heads["max_weight"])),
-                  rho_entropy=fmt(imp.spearman(heads["ablation"], heads["entropy"]))))
-    st.subheader(t("importance.pruning_title"))
-    metric = t(f"importance.metric_{pruning['metric_name'].iloc[0]}")
-    st.caption(t("importance.pruning_help", metric=metric))
-    show(charts.pruning_chart(pruning, language), width="content")
-
-
-def draw_sweep(sweep: pd.DataFrame, metric_name: str, language: str) -> None:
-    st.subheader(t("importance.sweep_title"))
-    st.caption(t("importance.sweep_help", low=fmt(sweep["tau"].min()), high=fmt(sweep["tau"].max()),
-                 metric=t(f"importance.metric_{metric_name}")))
-    show(charts.sweep_chart(sweep, language), width="content")
+    rows = sweep[sweep["layer"] == layer]
+    st.caption(t("importance.sweep_help",
+                 metric=t(f"importance.metric_{sweep['metric_name'].iloc[0]}")))
+    show(charts.sweep_chart(rows, language), width="content")
+    return rows
