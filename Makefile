@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test bench browser clean
+.PHONY: run test bench bench-quick browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,13 @@ browser:
 test: $(VENV)/.dev browser
 	$(BIN)/python -m pytest
 
+# Every benchmark at full size (10-20 min; ratios against baselines run alongside).
 bench: $(VENV)/.dev browser
 	$(BIN)/python -m bench
+
+# Every benchmark on small sizes (about 2 min on 2 cores): ratios printed, not held.
+bench-quick: $(VENV)/.dev browser
+	$(BIN)/python -m bench --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,36 +1,97 @@
 """Every benchmark in one command: `python -m bench` (or `make bench`) prints one table.
 
 Each row is a ratio against a baseline measured in the same run, never bare seconds: these
-machines are small and noisy. Pass module names to run a subset: `python -m bench core`.
+machines are small and noisy.
+
+    python -m bench                  every module in MODULES, full sizes (10-20 minutes)
+    python -m bench --quick          every module on small sizes (about 2 minutes on 2 cores):
+                                     the ratios are printed, not held to their targets
+    python -m bench core models      a subset (any module of bench/, e.g. model_page)
+
+Exit status: 1 when a module raised (its row says FAILED and why; the others still run), else
+0, in both modes: a ratio over its target is a result to read (the `ok` column), not a crash.
+
+Adding a module: write bench/<name>.py with
+
+    def run(quick: bool = False) -> list[dict]:     # rows made with bench.timing.row(...)
+
+(the baseline measured in the same run; with quick=True, small sizes and few repeats, so the
+whole quick run stays near 2 minutes) and append "<name>" to MODULES below. A module whose
+run() takes no `quick` is run as is in both modes; one that only has `main(quick)` returning
+row dicts is called that way in quick mode.
 """
 from __future__ import annotations
 
 import importlib
+import inspect
+import os
 import sys
 import time
+import traceback
 
 import torch
 
 from bench.timing import print_table, row
 
-MODULES = ["core", "analysis", "threads", "apptest_rerun", "browser_heatmap", "renders", "cold_link", "pretrained",
-           "models", "experiment", "importance", "memory"]
+MODULES = ["core", "analysis", "threads", "apptest_rerun", "browser_heatmap", "renders",
+           "cold_link", "pretrained", "models", "experiment", "importance", "memory", "qkmap"]
 
 
-def main(names: list[str]) -> int:
+def _takes_quick(fn) -> bool:
+    return fn is not None and "quick" in inspect.signature(fn).parameters
+
+
+def _as_rows(results: list[dict], name: str) -> list[dict]:
+    """Row dicts as they are; a module's own result dicts (e.g. bench/qkmap.main's: method,
+    ratio) as context rows, no target."""
+    out = []
+    for r in results:
+        if {"name", "baseline", "ratio", "target", "ok"} <= set(r):
+            out.append(r)
+        else:
+            label = r.get("method") or r.get("name") or "?"
+            out.append(row(str(label), "first row", float(r.get("ratio", float("nan"))),
+                           float("inf"), ", ".join(f"{k} {v:.3g}" if isinstance(v, float)
+                                                   else f"{k} {v}" for k, v in r.items()
+                                                   if k not in ("method", "ratio"))))
+    return out
+
+
+def run_module(name: str, quick: bool) -> list[dict]:
+    module = importlib.import_module(f"bench.{name}")
+    run = getattr(module, "run", None)
+    if quick and not _takes_quick(run) and _takes_quick(getattr(module, "main", None)):
+        return _as_rows(module.main(quick=True), name)
+    if run is None:
+        raise AttributeError(f"bench.{name} has no run()")
+    return run(quick=quick) if _takes_quick(run) else run()
+
+
+def main(argv: list[str]) -> int:
+    quick = "--quick" in argv
+    names = [a for a in argv if not a.startswith("-")] or MODULES
     torch.set_num_threads(1)
-    rows = []
-    for name in names or MODULES:
+    load = os.getloadavg()
+    began = time.perf_counter()
+    rows, failed = [], 0
+    for name in names:
         start = time.perf_counter()
         try:
-            rows += [{**r, "name": f"{name}: {r['name']}"}
-                     for r in importlib.import_module(f"bench.{name}").run()]
+            got = run_module(name, quick)
         except Exception as err:  # a broken benchmark is reported; the others still run
-            rows.append(row(f"{name}: FAILED {type(err).__name__}: {err}"[:120], "-",
-                            float("nan"), 0))
-        print(f"# {name} took {time.perf_counter() - start:.0f} s", file=sys.stderr)
+            failed += 1
+            traceback.print_exc()
+            got = [row(f"FAILED {type(err).__name__}: {err}"[:160], "-", float("nan"), 0)]
+        took = time.perf_counter() - start
+        rows += [{**r, "name": f"{name}: {r['name']}"} for r in got]
+        print(f"# {name} took {took:.0f} s", file=sys.stderr, flush=True)
+    if quick:       # printed, not held: a small size says little about a target
+        rows = [{**r, "held": "FAILED" in r["name"]} for r in rows]
     print_table(rows)
-    return 0 if all(r["ok"] for r in rows) else 1
+    print(f"# {'quick' if quick else 'full'} run: {time.perf_counter() - began:.0f} s wall, "
+          f"load average {load[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end",
+          flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ Targets: analyze within 4x of core.attention at n = 2048, and under 1 GB of
 peak resident memory at n = 2048 (measured in a fresh subprocess: peak RSS after analyze
 minus peak RSS after the imports and a warm-up; see peak_kb).
 
-    python -m bench.analysis
+    python -m bench.analysis [--quick]
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from .timing import interleaved_medians, print_table, row
 
 HEADS, D_K = 12, 64
 SIZES = {64: 30, 512: 8, 2048: 4}  # n -> repeats
+QUICK_SIZES, QUICK_MEMORY_N = {64: 5, 256: 2}, 256
 TIME_TARGET = 4.0
 MEMORY_N, MEMORY_TARGET_GB = 2048, 1.0
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,16 +39,16 @@ def spec_for(n: int) -> AttentionSpec:
                          heads=HEADS)
 
 
-def time_rows() -> list[dict]:
+def time_rows(sizes: dict[int, int] = SIZES) -> list[dict]:
     rows = []
-    for n, repeats in SIZES.items():
+    for n, repeats in sizes.items():
         spec = spec_for(n)
         _, q, k, v = qkv_for(spec)                                    # (heads, n, d_k) each
         med = interleaved_medians({
             "attention": lambda: attention(q, k, v),
             "analyze": lambda: analyze(spec),
         }, repeats)
-        target = TIME_TARGET if n == max(SIZES) else float("inf")
+        target = TIME_TARGET if n == max(sizes) else float("inf")
         rows.append(row(f"analyze n={n}", "one core.attention call", med["analyze"] / med["attention"],
                         target, f"{HEADS} heads, d_k {D_K}, median of {repeats}"))
     return rows
@@ -95,18 +96,20 @@ def peak_memory(n: int = MEMORY_N) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def memory_row() -> dict:
-    m = peak_memory()
+def memory_row(n: int = MEMORY_N) -> dict:
+    m = peak_memory(n)
     gb = m["delta_kb"] * 1024 / 1e9
-    return row(f"analyze n={MEMORY_N} peak memory (GB)", "RSS after imports", gb, MEMORY_TARGET_GB,
+    return row(f"analyze n={n} peak memory (GB)", "RSS after imports", gb, MEMORY_TARGET_GB,
                f"{HEADS} heads; the Analysis keeps {m['kept_bytes'] / 1e9:.3f} GB (q, k, v, "
                f"metrics; the n x n results are recomputed per view, a head at a time)")
 
 
-def run() -> list[dict]:
+def run(quick: bool = False) -> list[dict]:
     torch.set_num_threads(1)
+    if quick:
+        return time_rows(QUICK_SIZES) + [memory_row(QUICK_MEMORY_N)]
     return time_rows() + [memory_row()]
 
 
 if __name__ == "__main__":
-    print_table(run())
+    print_table(run(quick="--quick" in sys.argv))

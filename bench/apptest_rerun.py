@@ -33,13 +33,16 @@ def _reruns(at: AppTest, repeats: int) -> float:
     return statistics.median(times)
 
 
-def run(repeats: int = 5) -> list[dict]:
+def run(repeats: int = 5, quick: bool = False) -> list[dict]:
+    """quick: n = 64 and 256, 2 reruns each (the n=2048 row's target then applies to 256)."""
+    if quick:
+        repeats = 2
     with tempfile.TemporaryDirectory() as tmp:
         bare_path = Path(tmp) / "bare.py"
         bare_path.write_text(BARE)
         bare = _reruns(AppTest.from_file(str(bare_path), default_timeout=120), repeats)
     rows = []
-    for n in (64, 2048):
+    for n in (64, 256) if quick else (64, 2048):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
         at.switch_page("pages/1_Heatmap.py")
         spec = AttentionSpec(tokens=tuple(f"w{i % 97}" for i in range(n)), heads=12, d_k=64)
@@ -47,10 +50,12 @@ def run(repeats: int = 5) -> list[dict]:
             at.query_params[key] = value
         took = _reruns(at, repeats)
         rows.append(row(f"heatmap page rerun, n={n}, 12 heads", "bare page rerun (1 chart)",
-                        took / bare, 15.0 if n <= 64 else 40.0,
+                        took / bare, 15.0 if n <= 64 else 40.0,  # noqa: PLR2004
                         f"{took * 1000:.0f} ms vs {bare * 1000:.0f} ms"))
     return rows
 
 
 if __name__ == "__main__":
-    print_table(run())
+    import sys
+
+    print_table(run(quick="--quick" in sys.argv))

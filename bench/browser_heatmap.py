@@ -25,17 +25,28 @@ Click to chart (issue 15; `--clicks` runs only these): on a warm page, the time 
 pointer going down on another option of a picker (the page's own event, so Playwright's checks
 before it dispatches a click, about 40 ms on every page, do not count) until the rerun it
 starts (the page's, or only its fragment's) is done, no skeleton is left and every chart in the
-main area has drawn (bench/cold_link.py's probe). `--clicks --app=DIR` measures the app of
+main area has drawn (bench/browser.py's probe). `--clicks --app=DIR` measures the app of
 another checkout with this bench. A head change on the Heatmap at n = 16 and 2,048, a change of
 the zoom window's size at 2,048 (a new layout: the canvas figure builds its elements again),
 of the followed query in the one-row view (a step of its position input), and of the view
 (comparison <-> one row: one section replaced by another), and a layer or head change on
 Model heads, each against the same kind of click on a bare page with that one picker and one
-small chart (bench/cold_link.py's BARE: a selectbox for head and layer, a segmented control
+small chart (bench/pages.py's BARE: a selectbox for head and layer, a segmented control
 for a view change and the zoom window's size, a number input's step for the row; a segmented
 control's pick is about a quarter cheaper than a selectbox's, which closes its list), all in
 one run, the pages
 taken in turn. Target <= 2. What React renders on those clicks: bench/renders.py.
+
+Click to drawn canvas (issue 36; `--draws` runs only these): the Heatmap's head click at
+2,048 tokens timed from pointerdown until the last draw call on a canvas of the main area
+(CanvasRenderingContext2D.prototype.drawImage and the other draw calls hooked in the page:
+what the user sees change, not a readiness flag), on `streamlit run app.py` with its warm-up
+(the default) and with ATTENTION_EXPLORER_WARMUP=0 (what `streamlit run app.py` was before
+the pages started the warm-up), each against the same head click on the bare page with its
+chart on a canvas (Vega's canvas renderer), timed the same way. Target <= 2.
+
+--quick: one round of every part at small sizes (256 tokens for 2,048), ratios not held to
+their targets.
 """
 from __future__ import annotations
 
@@ -44,12 +55,10 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from urllib.parse import urlencode
 
-from attention.text.examples import EXAMPLES
-from attention.spec import AttentionSpec
-from attention.tokens import parse_tokens
-from bench.browser import PROBE, chromium  # __inserted, __painted, __all: see bench/browser.py
+from bench.browser import PROBE  # __inserted, __painted, __all: see bench/browser.py
+from bench.pages import (HEAD_PICKER, STEPS, VIEW_BUTTONS, BARE, click_times, draw_times, launch,
+                         server, spec_url)
 from bench.timing import print_table, row
 
 BASELINE = '''
@@ -66,11 +75,6 @@ else:
     st.altair_chart(alt.Chart(frame).mark_rect().encode(
         x="key:O", y="query:O", color="weight:Q", tooltip=["query", "key", "weight"]))
 '''
-
-def heatmap_url(base: str, n: int) -> str:
-    words = parse_tokens(EXAMPLES["passage"])
-    spec = AttentionSpec(tokens=tuple((words * (n // len(words) + 1))[:n]))
-    return f"{base}/Heatmap?{urlencode(spec.to_query())}"
 
 
 def _load(browser, url: str, timeout: float = 180_000) -> tuple[float, float, float]:
@@ -90,17 +94,16 @@ def _load(browser, url: str, timeout: float = 180_000) -> tuple[float, float, fl
         context.close()
 
 
-def measure(urls: dict[str, str], rounds: int) -> dict[str, tuple[float, float, float]]:
-    """Median (first paint, chart render, every chart) per name, in interleaved rounds."""
+def measure(urls: dict[str, str], rounds: int,
+            warm: bool = True) -> dict[str, tuple[float, float, float]]:
+    """Median (first paint, chart render, every chart) per name, in interleaved rounds, after
+    one load of each page (warm: caches filled, so this measures drawing)."""
     from playwright.sync_api import sync_playwright
 
-    from tests.conftest import CHROMIUM_FLAGS
-
-    exe = chromium()
     times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in urls}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
-        for url in urls.values():                                # warm-up: fill the caches
+        browser = launch(p)
+        for url in urls.values() if warm else ():               # warm-up: fill the caches
             _load(browser, url, timeout=600_000)
         names = list(urls)
         for r in range(rounds):
@@ -111,54 +114,89 @@ def measure(urls: dict[str, str], rounds: int) -> dict[str, tuple[float, float, 
             for name, ts in times.items()}
 
 
-def run_paint(rounds: int = 7) -> list[dict]:
-    from tests.conftest import Server
+class Servers:
+    """The servers the parts of this benchmark open, started when first asked for and
+    stopped together: "app" (warm-up on), "app_off" (ATTENTION_EXPLORER_WARMUP=0), "bare"
+    (bench/pages.BARE) and "baseline" (BASELINE). run(quick=True) shares one set between
+    the parts; alone, each part starts its own."""
 
+    def __init__(self, app_dir: str | None = None) -> None:
+        self.tmp = tempfile.TemporaryDirectory()
+        self.app_dir, self.started = app_dir, {}
+
+    def __getitem__(self, name: str):
+        if name not in self.started:
+            scripts = {"bare": BARE, "baseline": BASELINE}
+            if name in scripts:
+                path = Path(self.tmp.name) / f"{name}.py"
+                path.write_text(scripts[name])
+                self.started[name] = server(str(path))
+            else:
+                kw = {"cwd": self.app_dir} if self.app_dir else {}
+                self.started[name] = server(warmup=name != "app_off", **kw)
+        return self.started[name]
+
+    def __enter__(self) -> "Servers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for srv in self.started.values():
+            srv.stop()
+        self.tmp.cleanup()
+
+
+def _servers(shared: Servers | None, app_dir: str | None = None):
+    """`shared` left running (its owner stops it), else a set of this part's own."""
+    if shared is None:
+        return Servers(app_dir)
+    from contextlib import nullcontext
+
+    return nullcontext(shared)
+
+
+def run_paint(rounds: int = 7, quick: bool = False, shared: Servers | None = None) -> list[dict]:
     load = os.getloadavg()
-
-    with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / "baseline_heatmap.py"
-        script.write_text(BASELINE)
-        app, base = Server(), Server(str(script))
-        try:
-            urls = {f"heatmap n={n}": heatmap_url(app.url, n) for n in (16, 512, 2048)}
-            urls["one-rect 256"] = f"{base.url}/?n=256"
-            urls["bare page"] = f"{base.url}/?v=bare"
-            t = measure(urls, rounds)
-        finally:
-            app.stop()
-            base.stop()
+    sizes, rect_n = ((16, 256), 64) if quick else ((16, 512, 2048), 256)
+    big = sizes[-1]
+    with _servers(shared) as srv:
+        app, base = srv["app"], srv["baseline"]
+        urls = {f"heatmap n={n}": spec_url(app.url, "Heatmap", n) for n in sizes}
+        urls["one-rect"] = f"{base.url}/?n={rect_n}"
+        urls["bare page"] = f"{base.url}/?v=bare"
+        t = measure(urls, 1 if quick else rounds, warm=not quick)
 
     def detail(*names: str) -> str:
         return ", ".join(f"{name} {t[name][0]:.0f}/{t[name][1]:.0f} ms" for name in names)
 
-    small, rect = t["heatmap n=16"], t["one-rect 256"]
+    small, rect, top = t["heatmap n=16"], t["one-rect"], f"heatmap n={big}"
+    rect_name = f"one-rect-per-cell altair page, n={rect_n}"
     rows = [row(f"heatmap page first paint, n={n}", "heatmap page n=16",
                 t[f"heatmap n={n}"][0] / small[0], 1.5, detail(f"heatmap n={n}", "heatmap n=16"))
-            for n in (512, 2048)]
-    rows.append(row("heatmap page first paint, n=2048", "one-rect-per-cell altair page, n=256",
-                    t["heatmap n=2048"][0] / rect[0], 0.2, detail("heatmap n=2048", "one-rect 256")))
-    rows.append(row("heatmap chart render, n=2048", "one-rect-per-cell altair chart, n=256",
-                    t["heatmap n=2048"][1] / rect[1], 0.2, detail("heatmap n=2048", "one-rect 256")))
-    rows.append(row("heatmap charts, overview + zoom, n=2048", "one-rect-per-cell altair chart, n=256",
-                    t["heatmap n=2048"][2] / rect[1], 0.2,
-                    f"heatmap n=2048 every chart {t['heatmap n=2048'][2]:.0f} ms, one-rect 256 "
-                    f"{rect[1]:.0f} ms (from the first chart's arrival)"))
-    rows.append(row("bare page first paint (context)", "one-rect-per-cell altair page, n=256",
-                    t["bare page"][0] / rect[0], 1.0,
+            for n in sizes[1:]]
+    rows.append(row(f"heatmap page first paint, n={big}", rect_name,
+                    t[top][0] / rect[0], 0.2, detail(top, "one-rect")))
+    rows.append(row(f"heatmap chart render, n={big}", rect_name.replace("page", "chart"),
+                    t[top][1] / rect[1], 0.2, detail(top, "one-rect")))
+    rows.append(row(f"heatmap charts, overview + zoom, n={big}", rect_name.replace("page", "chart"),
+                    t[top][2] / rect[1], 0.2,
+                    f"{top} every chart {t[top][2]:.0f} ms, one-rect {rect[1]:.0f} ms "
+                    f"(from the first chart's arrival)"))
+    rows.append(row("bare page first paint (context)", rect_name,
+                    t["bare page"][0] / rect[0], float("inf"),
                     detail("bare page") + f" (first paint/chart render); load average "
                     f"{load[0]:.1f} -> {os.getloadavg()[0]:.1f}"))
     return rows
 
 
-def run() -> list[dict]:
-    return run_paint() + run_clicks()
+def run(quick: bool = False) -> list[dict]:
+    if not quick:      # each part on servers of its own, as it always ran
+        return run_paint() + run_clicks() + run_draws()
+    with Servers() as shared:
+        return (run_paint(quick=True, shared=shared) + run_clicks(quick=True, shared=shared)
+                + run_draws(quick=True, shared=shared))
 
 
 # (label of the picker, the two options clicked in turn) per page measured.
-HEAD_PICKER = ("Head", ("Head 1", "Head 2"))
-VIEW_BUTTONS = "buttons"   # a CLICKS label: the options are a segmented control's buttons (radios)
-STEPS = "steps:"           # a CLICKS label prefix: a number input's step buttons, "+" and "-"
 CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048": HEAD_PICKER,
           "heatmap n=2048, zoom window size": (VIEW_BUTTONS, ("24", "16")),   # buttons too
           # past 256 tokens the query row is a number input: its step buttons
@@ -170,6 +208,7 @@ CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048
           "bare page, buttons": (VIEW_BUTTONS, ("Follow one query", "Scaled vs unscaled")),
           "bare page, steps": (STEPS + "Query position", ("+", "-"))}
 BARES = {"bare page": "", "bare page, buttons": "?w=buttons", "bare page, steps": "?w=steps"}
+QUICK_CLICKS = ("bare page", "heatmap n=16", "heatmap n=2048")   # --quick: head clicks only
 
 
 def same_click(name: str) -> str:
@@ -181,146 +220,103 @@ def same_click(name: str) -> str:
             "bare page, steps" if label.startswith(STEPS) else "bare page")
 
 
-# Sees each rerun through the server's messages: a wrapped WebSocket counts every message the
-# app receives (`__msgs`) and notes when the last one came. A quick rerun can start and end
-# within one task, and React then renders its run state once, so the page's run-state
-# attribute may never change; the messages always arrive. `__clicked` is the first frame
-# after the latest message at which cold_link's probe finds the page ready (idle, no
-# skeleton, every chart drawn); a later message clears it. `__down` is when the pointer last
-# went down (the option's click: the picker's own click comes before it).
-RUNS = """
-(() => {
-  window.__msgs = 0;
-  document.addEventListener('pointerdown', () => { window.__down = performance.now(); }, true);
-  const Native = window.WebSocket;
-  window.WebSocket = class extends Native {
-    constructor(...args) {
-      super(...args);
-      this.addEventListener('message', () => {
-        window.__msgs += 1;
-        window.__clicked = undefined;
-      });
-    }
-  };
-  const tick = () => {
-    if (window.__clicked === undefined && window.__msgs > 0 && window.__ready && window.__ready())
-      window.__clicked = performance.now();
-    requestAnimationFrame(tick);
-  };
-  requestAnimationFrame(tick);
-})();
-"""
-
-
-SETTLE = 150   # ms without a message before a click counts as done
-
-
-def pick(page, label: str, option: str, timeout: float = 300_000) -> float:
-    """ms from the pointer going down on `option` of the main area's picker `label` until the
-    rerun has drawn."""
-    seen = page.evaluate("() => window.__msgs")
-    main = page.locator('[data-testid="stMain"]')
-    if label == VIEW_BUTTONS:
-        choice = main.get_by_role("radio", name=option, exact=True)
-    elif label.startswith(STEPS):
-        box = main.get_by_test_id("stNumberInput").filter(has_text=label[len(STEPS):])
-        choice = box.get_by_test_id("stNumberInputStep" + ("Up" if option == "+" else "Down"))
-    else:
-        picker = main.get_by_role("combobox", name=label, exact=True)
-        choice = page.get_by_role("option", name=option, exact=True)
-        for _ in range(10):   # a click that scrolls the picker into view may only focus it
-            picker.click()
-            try:
-                choice.wait_for(timeout=2_000)
-                break
-            except Exception:
-                page.keyboard.press("Escape")
-    choice.click()
-    # ready after the click's messages, and no message since for SETTLE ms (a run's messages
-    # can come in bursts); the time is that of the first ready frame
-    clicked = page.wait_for_function(
-        f"() => window.__msgs > {seen} && window.__clicked !== undefined"
-        f" && performance.now() - window.__clicked > {SETTLE} && window.__clicked - window.__down",
-        timeout=timeout, polling=20)
-    return clicked.json_value()
-
-
-def click_times(browser, url: str, label: str, options: tuple[str, str],
-                clicks: int) -> list[float]:
-    """Click-to-chart ms of `clicks` alternating choices on one warm page (after one warm-up)."""
-    from bench.cold_link import _context
-
-    context = _context(browser)
-    context.add_init_script(RUNS)
-    try:
-        page = context.new_page()
-        page.goto(url)
-        page.wait_for_function("() => window.__done !== undefined", timeout=600_000, polling=50)
-        return [pick(page, label, options[r % 2], timeout=120_000)
-                for r in range(clicks + 1)][1:]                  # the first click warms up
-    finally:
-        context.close()
-
-
-def click_urls(app: str, bare: str) -> dict[str, str]:
-    """The page each CLICKS row clicks on: the app's (at `app`) and the bare page (`bare`)."""
-    from bench.cold_link import spec_url
-
-    heatmap = spec_url(app, "Heatmap", 2048)
+def click_urls(app: str, bare: str, big: int = 2048) -> dict[str, str]:
+    """The page each CLICKS row clicks on: the app's (at `app`) and the bare page (`bare`);
+    `big`: the size the rows named n=2048 open (smaller in quick mode)."""
+    heatmap = spec_url(app, "Heatmap", big)
     return {**{name: f"{bare}/{query}" for name, query in BARES.items()},
             "heatmap n=16": spec_url(app, "Heatmap", 16),
             "heatmap n=2048": heatmap, "heatmap n=2048, zoom window size": heatmap,
-            "heatmap n=2048, query row": spec_url(app, "Heatmap?hm_view=row", 2048),
+            "heatmap n=2048, query row": spec_url(app, "Heatmap?hm_view=row", big),
             "heatmap n=2048, view": heatmap, "heatmap n=2048, all heads": heatmap,
             "model heads, layer": spec_url(app, "Model_heads", 16),
             "model heads, head": spec_url(app, "Model_heads", 16)}
 
 
-def click_rounds(browser, urls: dict[str, str], rounds: int) -> dict[str, list[float]]:
+def click_rounds(browser, urls: dict[str, str], rounds: int,
+                 passes: int = 2) -> dict[str, list[float]]:
     """Click-to-chart ms per page in two passes over the pages, the second in reverse order,
     `rounds // 2` clicks per page and pass (a machine speeding up or slowing down hits all)."""
     times: dict[str, list[float]] = {name: [] for name in urls}
     names = list(urls)
-    for order in (names, names[::-1]):
+    for order in (names, names[::-1])[:passes]:
         for name in order:
             label, options = CLICKS[name]
             times[name] += click_times(browser, urls[name], label, options, max(1, rounds // 2))
     return times
 
 
-def run_clicks(rounds: int = 8, app_dir: str | None = None) -> list[dict]:
+def _named(name: str, big: int) -> str:
+    return name.replace("n=2048", f"n={big}")
+
+
+def run_clicks(rounds: int = 8, app_dir: str | None = None, quick: bool = False,
+               shared: Servers | None = None) -> list[dict]:
     """Click-to-chart ratios against the same click on a bare page, measured in one run;
     app_dir: the app of another checkout (e.g. `git archive` of an earlier commit)."""
-    from bench.cold_link import BARE
     from playwright.sync_api import sync_playwright
 
-    from tests.conftest import CHROMIUM_FLAGS, Server
-
+    big = 256 if quick else 2048
     load = os.getloadavg()
-    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        (Path(tmp) / "bare_page.py").write_text(BARE)
-        app = Server(cwd=app_dir) if app_dir else Server()
-        base = Server(str(Path(tmp) / "bare_page.py"))
-        try:
-            urls = click_urls(app.url, base.url)
-            browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_FLAGS)
-            times = click_rounds(browser, urls, rounds)
-            browser.close()
-        finally:
-            app.stop()
-            base.stop()
+    with _servers(shared, app_dir) as srv, sync_playwright() as p:
+        urls = click_urls(srv["app"].url, srv["bare"].url, big)
+        if quick:
+            urls = {name: urls[name] for name in QUICK_CLICKS}
+            rounds = 2
+        browser = launch(p)
+        times = click_rounds(browser, urls, rounds, passes=1 if quick else 2)
+        browser.close()
     median = {name: statistics.median(ts) for name, ts in times.items()}
-    rows = [row(f"click to chart: {name}", same_click(name), median[name] / median[same_click(name)],
-                2.0, f"{median[name]:.0f} ms vs {median[same_click(name)]:.0f} ms (median of {rounds})")
+    rows = [row(f"click to chart: {_named(name, big)}", same_click(name),
+                median[name] / median[same_click(name)], 2.0,
+                f"{median[name]:.0f} ms vs {median[same_click(name)]:.0f} ms (median of {rounds})")
             for name in median if name not in BARES]
     rows += [row(f"click on the {name} (context)", "bare page", median[name] / median["bare page"],
                  float("inf"), f"{median[name]:.0f} ms vs {median['bare page']:.0f} ms")
-             for name in BARES if name != "bare page"]
-    rows.append(row("load average (context)", "-", 0.0, 1.0,
+             for name in BARES if name != "bare page" and name in median]
+    rows.append(row("load average (context)", "-", 0.0, float("inf"),
                     f"{load[0]:.1f} -> {os.getloadavg()[0]:.1f}"))
     return rows
 
 
+WARMUPS = {"warm-up on": True, "ATTENTION_EXPLORER_WARMUP=0": False}
+
+
+def run_draws(rounds: int = 8, quick: bool = False, shared: Servers | None = None) -> list[dict]:
+    """The Heatmap's head click at 2,048 tokens until its canvas has been drawn again, on the
+    app with and without its warm-up, against the same click on the bare page (its chart on
+    a canvas), timed the same way (bench/pages.pick_drawn); pages taken in two passes, the
+    second in reverse order."""
+    from playwright.sync_api import sync_playwright
+
+    n = 256 if quick else 2048
+    rounds = 2 if quick else rounds
+    load = os.getloadavg()
+    label, options = HEAD_PICKER
+    with _servers(shared) as srv, sync_playwright() as p:
+        servers = {"bare page": srv["bare"], **{name: srv["app" if warmup else "app_off"]
+                                                for name, warmup in WARMUPS.items()}}
+        urls = {name: f"{s.url}/?r=canvas" if name == "bare page"
+                else spec_url(s.url, "Heatmap", n) for name, s in servers.items()}
+        browser = launch(p)
+        times: dict[str, list[float]] = {name: [] for name in urls}
+        for order in (list(urls), list(urls)[::-1])[:1 if quick else 2]:
+            for name in order:
+                times[name] += draw_times(browser, urls[name], label, options,
+                                          rounds if quick else max(1, rounds // 2))
+        browser.close()
+    median = {name: statistics.median(ts) for name, ts in times.items()}
+    bare = median["bare page"]
+    return [row(f"head click to drawn canvas, n={n}: {name}",
+                "same click on a bare page, to its drawn canvas", median[name] / bare, 2.0,
+                f"{median[name]:.0f} ms vs {bare:.0f} ms (median of {len(times[name])}; each "
+                f"{[round(t) for t in times[name]]}); load {load[0]:.1f} -> "
+                f"{os.getloadavg()[0]:.1f}")
+            for name in WARMUPS]
+
+
 if __name__ == "__main__":
+    quick = "--quick" in sys.argv
     app_dir = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--app=")), None)
-    print_table(run_clicks(app_dir=app_dir) if "--clicks" in sys.argv else run())
+    print_table(run_clicks(app_dir=app_dir, quick=quick) if "--clicks" in sys.argv else
+                run_draws(quick=quick) if "--draws" in sys.argv else run(quick=quick))

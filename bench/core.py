@@ -3,7 +3,7 @@
 12 heads, d_k = 64, n = 128, 512, 2048, one CPU thread. The core also returns the scores and
 the weights (SDPA returns only the output), so it may cost a little more: target 1.5x.
 
-    python -m bench.core
+    python -m bench.core [--quick]
 """
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ from .timing import interleaved_medians, print_table, row
 
 HEADS, D_K = 12, 64
 SIZES = {128: 40, 512: 12, 2048: 5}  # n -> repeats
+QUICK_SIZES = {128: 5, 512: 3}
 TARGET = 1.5
 
 
-def run() -> list[dict]:
+def run(quick: bool = False) -> list[dict]:
     torch.set_num_threads(1)
     rows = []
-    for n, repeats in SIZES.items():
+    for n, repeats in (QUICK_SIZES if quick else SIZES).items():
         gen = torch.Generator().manual_seed(n)
         q, k, v = (torch.randn(HEADS, n, D_K, generator=gen) for _ in range(3))  # (heads, n, d_k)
         ours = attention(q, k, v).output
@@ -38,4 +39,6 @@ def run() -> list[dict]:
 
 
 if __name__ == "__main__":
-    print_table(run())
+    import sys
+
+    print_table(run(quick="--quick" in sys.argv))

@@ -43,15 +43,18 @@ def forward_baseline(repeats: int = 200) -> float:
     return interleaved_medians({"forward": forward}, repeats, warmup=5)["forward"]
 
 
-def run() -> list[dict]:
-    ex.sharpening_sweep(seed=0)      # warm-up: the first backward of a process pays lazy inits
-    sweeps = {"sharpening_sweep": lambda: ex.sharpening_sweep(seed=0),
-              "scaling_sweep": lambda: ex.scaling_sweep(seeds=(0, 1, 2))}
-    forward = forward_baseline()
+def run(quick: bool = False) -> list[dict]:
+    """quick: the sharpening sweep once, no warm-up run, no scaling sweep."""
+    if not quick:
+        ex.sharpening_sweep(seed=0)  # warm-up: the first backward of a process pays lazy inits
+    sweeps = {"sharpening_sweep": lambda: ex.sharpening_sweep(seed=0)}
+    if not quick:
+        sweeps["scaling_sweep"] = lambda: ex.scaling_sweep(seeds=(0, 1, 2))
+    forward = forward_baseline(20 if quick else 200)
     rows = []
     for name, fn in sweeps.items():
         cpu, wall = [], []
-        for _ in range(REPEATS):
+        for _ in range(1 if quick else REPEATS):
             c, w = time.process_time(), time.perf_counter()
             fn()
             cpu.append(time.process_time() - c)
@@ -59,12 +62,14 @@ def run() -> list[dict]:
         best = min(cpu)
         rows.append(row(name, "one forward pass (batch 256)", best / forward, TARGETS[name],
                         f"{best:.2f} s CPU, {min(wall):.2f} s wall; forward {forward * 1e3:.2f} ms"))
-    forward_after = forward_baseline()   # the machine may have changed speed meanwhile
+    forward_after = forward_baseline(20 if quick else 200)   # the machine may have changed speed
     rows.append(row("forward pass, end vs start", "one forward pass (batch 256)",
                     forward_after / forward, 2.0, "a ratio far from 1 means a noisy machine"))
     return rows
 
 
 if __name__ == "__main__":
+    import sys
+
     torch.set_num_threads(1)
-    print_table(run())
+    print_table(run(quick="--quick" in sys.argv))

@@ -15,6 +15,7 @@ A thread samples the resident memory (VmRSS) of the server process and its child
 
     python -m bench memory
     python -m bench.memory [CHECKOUT]    # another checkout's app (e.g. a worktree of main)
+    python -m bench.memory --quick       # 2 sessions x 256 tokens, Input and Heatmap only
 """
 from __future__ import annotations
 
@@ -53,9 +54,12 @@ VISITS = (                      # (name, path, whose spec, what shows the page h
 VIEWS = {"Model heads upload": {"mh_tab": "upload"}}   # a visit's view parameters
 
 
-def long_spec(session: int, rnd: int) -> AttentionSpec:
-    """2048 tokens, 12 heads of d_k 64; distinct per (session, round)."""
-    return AttentionSpec(tokens=tuple(f"w{(i * 7 + session) % 613}" for i in range(N)),
+QUICK = {"sessions": 2, "n": 256, "visits": VISITS[:2]}   # --quick: small sizes, two pages
+
+
+def long_spec(session: int, rnd: int, n: int = N) -> AttentionSpec:
+    """n (2048) tokens, 12 heads of d_k 64; distinct per (session, round)."""
+    return AttentionSpec(tokens=tuple(f"w{(i * 7 + session) % 613}" for i in range(n)),
                          d_model=64, d_k=64, heads=HEADS, seed=1000 * rnd + session)
 
 
@@ -72,11 +76,11 @@ def npy(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def upload_files(session: int, rnd: int) -> list[dict]:
+def upload_files(session: int, rnd: int, n: int = N) -> list[dict]:
     """Q and K of 12 heads x 2048 tokens x 64, random per (session, round): 6 MB each."""
     gen = np.random.default_rng(10_000 + 100 * rnd + session)
     return [{"name": f"{name}.npy", "mimeType": "application/octet-stream",
-             "buffer": npy(gen.standard_normal((HEADS, N, 64)))} for name in ("q", "k")]
+             "buffer": npy(gen.standard_normal((HEADS, n, 64)))} for name in ("q", "k")]
 
 
 def tree_rss(pid: int) -> int:
@@ -122,20 +126,22 @@ async def settle(page, ready: str) -> bool:
     return await page.locator('[data-testid="stException"]').count() == 0
 
 
-async def one_session(browser, base: str, session: int, log: list) -> None:
+async def one_session(browser, base: str, session: int, log: list, n: int = N,
+                      visits=VISITS) -> None:
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(PAGE_TIMEOUT)
     try:
         page = await context.new_page()
         for rnd in range(ROUNDS):
-            for name, path, which, ready in VISITS:
-                spec = (model_spec if which == "model" else long_spec)(session, rnd)
+            for name, path, which, ready in visits:
+                spec = (model_spec(session, rnd) if which == "model" else
+                        long_spec(session, rnd, n))
                 try:
                     query = {**spec.to_query(), **VIEWS.get(name, {})}
                     await page.goto(f"{base}/{path}?{urlencode(query)}")
                     ok = await settle(page, ready)
                     if ok and name == "Model heads upload":
-                        ok = await upload(page, session, rnd)
+                        ok = await upload(page, session, rnd, n)
                     log.append((session, rnd, name, "ok" if ok else "exception"))
                 except Exception as err:      # a timeout: counted, the session goes on
                     log.append((session, rnd, name, type(err).__name__))
@@ -143,17 +149,18 @@ async def one_session(browser, base: str, session: int, log: list) -> None:
         await context.close()
 
 
-async def upload(page, session: int, rnd: int) -> bool:
+async def upload(page, session: int, rnd: int, n: int = N) -> bool:
     """Q and K into the "Bring your own" part (the link opened it); waits for its heatmap
     overview."""
     inputs = page.locator(f'{MAIN} input[type="file"]')
-    files = upload_files(session, rnd)
+    files = upload_files(session, rnd, n)
     for i, f in enumerate(files):
         await inputs.nth(i).set_input_files(f)
     return await settle(page, f"{MAIN} .ae-heatmap canvas")
 
 
-async def all_sessions(base: str, log: list) -> None:
+async def all_sessions(base: str, log: list, sessions: int = SESSIONS, n: int = N,
+                       visits=VISITS) -> None:
     from playwright.async_api import async_playwright
 
     from tests.conftest import CHROMIUM_FLAGS
@@ -165,13 +172,15 @@ async def all_sessions(base: str, log: list) -> None:
         browser = await p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
         try:
             await asyncio.wait_for(
-                asyncio.gather(*(one_session(browser, base, i, log) for i in range(SESSIONS))),
+                asyncio.gather(*(one_session(browser, base, i, log, n, visits)
+                                 for i in range(sessions))),
                 timeout=DEADLINE)
         finally:
             await browser.close()
 
 
-def measure(checkout: Path | None = None) -> dict:
+def measure(checkout: Path | None = None, sessions: int = SESSIONS, n: int = N,
+            visits=VISITS) -> dict:
     """Peak RSS (bytes) of a server of `checkout` (default: this one) under the 8 sessions."""
     from tests.conftest import ROOT, Server
 
@@ -183,7 +192,7 @@ def measure(checkout: Path | None = None) -> dict:
     sampler.start()
     try:
         try:
-            asyncio.run(all_sessions(server.url, log))
+            asyncio.run(all_sessions(server.url, log, sessions, n, visits))
         except asyncio.TimeoutError:
             log.append(("all", "-", "-", f"deadline {DEADLINE} s"))
     finally:
@@ -195,17 +204,20 @@ def measure(checkout: Path | None = None) -> dict:
             "errors": errors, "seconds": time.monotonic() - began, "samples": sampler.samples}
 
 
-def run(checkout: Path | None = None) -> list[dict]:
-    m = measure(checkout)
-    expected = SESSIONS * ROUNDS * len(VISITS)
+def run(checkout: Path | None = None, quick: bool = False) -> list[dict]:
+    size = QUICK if quick else {"sessions": SESSIONS, "n": N, "visits": VISITS}
+    m = measure(checkout, **size)
+    expected = size["sessions"] * ROUNDS * len(size["visits"])
     detail = (f"peak {m['peak'] / 1e9:.2f} GB, idle {m['idle'] / 1e9:.2f} GB; "
               f"{m['pages']}/{expected} pages drawn, {len(m['errors'])} errors "
               f"{m['errors'][:3]}; {m['seconds']:.0f} s, {m['samples']} samples")
-    result = row(f"server peak RSS, {SESSIONS} sessions x {N} tokens", f"{BUDGET_GB} GB",
+    result = row(f"server peak RSS, {size['sessions']} sessions x {size['n']} tokens",
+                 f"{BUDGET_GB} GB",
                  m["peak"] / (BUDGET_GB * 1e9), 1.0, detail)
     result["ok"] = result["ok"] and not m["errors"]   # a failed page is no bounded server
     return [result]
 
 
 if __name__ == "__main__":
-    print_table(run(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else None))
+    args = [a for a in sys.argv[1:] if a != "--quick"]
+    print_table(run(Path(args[0]).resolve() if args else None, quick="--quick" in sys.argv))

@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 
 from attention.spec import AttentionSpec
 from bench.browser import done_ms
-from bench.cold_link import _context
+from bench.pages import context
 from bench.timing import row
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,13 +72,13 @@ def tree_server(root: Path):
 
 def cold_paint(browser, root: Path, timeout: float = 600_000) -> float:
     server = tree_server(root)
-    context = _context(browser)
+    ctx = context(browser)
     try:
-        page = context.new_page()
+        page = ctx.new_page()
         page.goto(f"{server.url}/Model_heads?{urlencode(SPEC.to_query())}")
         return done_ms(page, timeout)
     finally:
-        context.close()
+        ctx.close()
         server.stop()
 
 
@@ -89,10 +89,13 @@ def script_seconds(root: Path, repeats: int) -> float:
     return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
 
 
-def run(rounds: int = 3, repeats: int = 5) -> list[dict]:
+def run(rounds: int = 3, repeats: int = 5, quick: bool = False) -> list[dict]:
+    """Not in bench.__main__.MODULES: it needs BASELINE_ROOT (`python -m bench model_page`)."""
     baseline = os.environ.get("BASELINE_ROOT")
     if not baseline:
-        return [row("model heads page vs baseline: set BASELINE_ROOT", "-", 0.0, 1.0)]
+        return [row("model heads page vs baseline: set BASELINE_ROOT", "-", 0.0, float("inf"))]
+    if quick:
+        rounds, repeats = 1, 2
     trees = {"this tree": ROOT, "baseline": Path(baseline)}
     from playwright.sync_api import sync_playwright
 
@@ -125,4 +128,4 @@ def run(rounds: int = 3, repeats: int = 5) -> list[dict]:
 if __name__ == "__main__":
     from bench.timing import print_table
 
-    print_table(run())
+    print_table(run(quick="--quick" in sys.argv))

@@ -9,6 +9,7 @@ hidden 256), saved to a temporary folder and loaded by path. Parity is checked f
 ratio compares equal work.
 
     python -m bench.models
+    python -m bench.models --quick   # 3 repeats
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch  # noqa: E402
 
 from attention import models  # noqa: E402
+from attention.models import loading  # noqa: E402
 
 from .timing import interleaved_medians, print_table, row  # noqa: E402
 
@@ -50,9 +52,19 @@ def tiny_llama(folder: Path) -> Path:
     return folder
 
 
+def _reference(loaded: models.LoadedModel):
+    """The same checkpoint through transformers with its eager attention: the bundled model
+    runs on attention.models.bert's own BertModel, so its reference is transformers'
+    BertModel; any other model's is its own class."""
+    if loaded.source == models.BUNDLED:
+        from transformers import BertModel
+
+        return BertModel.from_pretrained(models.bundled_path(), attn_implementation="eager")
+    return type(loaded.model).from_pretrained(loaded.source, attn_implementation="eager")
+
+
 def _eager(loaded: models.LoadedModel):
-    path = models.bundled_path() if loaded.source == models.BUNDLED else loaded.source
-    model = type(loaded.model).from_pretrained(path, attn_implementation="eager").eval()
+    model = _reference(loaded).eval()
     accepted = inspect.signature(model.forward).parameters
 
     def forward():          # from text, as LoadedModel.run: tokenise, then one forward pass
@@ -64,12 +76,12 @@ def _eager(loaded: models.LoadedModel):
     return forward
 
 
-def _compare(label: str, loaded: models.LoadedModel) -> dict:
+def _compare(label: str, loaded: models.LoadedModel, repeats: int = 15) -> dict:
     eager = _eager(loaded)
     run = loaded.run(TEXT)
     own = torch.stack(eager().attentions)[:, 0]
     assert (run.weights - own).abs().max().item() <= 1e-5, "parity first"
-    med = interleaved_medians({"eager": eager, "core": lambda: loaded.run(TEXT)}, repeats=15)
+    med = interleaved_medians({"eager": eager, "core": lambda: loaded.run(TEXT)}, repeats)
     return row(f"{label}: forward with core.attention inside", "eager forward, same model",
                med["core"] / med["eager"], TARGET,
                f"{run.n} tokens, {loaded.layers}x{loaded.heads} heads "
@@ -77,17 +89,31 @@ def _compare(label: str, loaded: models.LoadedModel) -> dict:
                f"core {med['core'] * 1000:.1f} ms")
 
 
-def run() -> list[dict]:
+def _load_folder(path: str) -> models.LoadedModel:
+    """A folder as the operator's own code loads it (trusted: the page policy, which refuses
+    folders on a shared server, does not apply to a benchmark)."""
+    if "trusted" in inspect.signature(models.load_model).parameters:
+        return models.load_model(path, trusted=True)
+    return models.load_model(path)
+
+
+def run(quick: bool = False) -> list[dict]:
     torch.set_num_threads(1)
-    rows = [_compare("MiniLM", models.load_model(models.BUNDLED))]
+    repeats = 3 if quick else 15
+    rows = [_compare("MiniLM", models.load_model(models.BUNDLED), repeats)]
     folder = Path(tempfile.mkdtemp(prefix="bench_models_"))
     try:
-        rows.append(_compare("tiny LLaMA (GQA)", models.load_model(str(tiny_llama(folder)))))
+        rows.append(_compare("tiny LLaMA (GQA)", _load_folder(str(tiny_llama(folder))), repeats))
     finally:
-        models._load_cached.cache_clear()
+        # the tiny model stays among the loaded models (a few MB) until others push it out
+        clear = getattr(loading, "_load_cached", None)
+        if clear is not None:
+            clear.cache_clear()
         shutil.rmtree(folder, ignore_errors=True)
     return rows
 
 
 if __name__ == "__main__":
-    print_table(run())
+    import sys
+
+    print_table(run(quick="--quick" in sys.argv))

@@ -2,18 +2,20 @@
 
 Baseline: one plain `AutoModel` forward pass (eager attention, output_attentions) of a
 64-word text. Against it:
-  - cold load: `pretrained.load()` in a fresh Python process (imports torch, not
-    transformers: attention/models/bert.py; reads the weights and the tokenizer), timed inside that
-    process;
-  - warm load: `pretrained.load()` again in this process after clearing its cache (imports
-    and file cache warm) - also shown against a plain `AutoModel.from_pretrained`;
-  - one analysis: `pretrained.report(text)` (forward pass with hidden states, Q/K/V of every
-    layer, all 72 heads through core.attention, the per-head table and the rollout) and
-    `analyze(spec)` of one layer, each with the per-text cache cleared.
+  - cold load: `attention.models.load_model()` (the bundled model) in a fresh Python process
+    (imports torch, not transformers: attention/models/bert.py; reads the weights and the
+    tokenizer), timed inside that process;
+  - warm load: the same again in this process after clearing its cache
+    (`attention.models.loading._bundled`; imports and file cache warm) - also shown against a
+    plain `AutoModel.from_pretrained`;
+  - one analysis: `attention.models.runs.heads_report(source, text)` (forward pass, Q/K/V of
+    every layer, all 72 heads through core.attention, the per-head table and the rollout) and
+    `analyze(spec)` of one layer, each with the runs' cache (`runs.RUNS`) cleared.
 Memory: a real `streamlit run app.py` opened on /Model_heads in Chromium; the server's
 resident set (VmRSS) once the page is drawn, against the 700 MB goal.
 
     python -m bench.pretrained
+    python -m bench.pretrained --quick   # 3 repeats, no cold process, no server
 """
 from __future__ import annotations
 
@@ -22,7 +24,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -31,8 +32,9 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 import torch  # noqa: E402
 
-from attention import models, pretrained  # noqa: E402
 from attention.analysis import analyze  # noqa: E402
+from attention.config import BUNDLED  # noqa: E402
+from attention.models import loading, runs  # noqa: E402
 from attention.spec import AttentionSpec  # noqa: E402
 
 from .timing import interleaved_medians, print_table, row  # noqa: E402
@@ -51,8 +53,8 @@ COLD = """
 import os, time, json
 os.environ["HF_HUB_OFFLINE"] = "1"
 start = time.perf_counter()
-from attention import pretrained
-pretrained.load()
+from attention.models import load_model
+load_model()
 print(json.dumps({"seconds": time.perf_counter() - start}))
 """
 
@@ -61,7 +63,7 @@ def _plain():
     """A plain transformers model and tokenizer, loaded the ordinary way."""
     from transformers import AutoModel, AutoTokenizer
 
-    path = pretrained.model_path()
+    path = loading.bundled_path()
     return (AutoModel.from_pretrained(path, attn_implementation="eager").eval(),
             AutoTokenizer.from_pretrained(path))
 
@@ -79,19 +81,18 @@ def _cold_load_seconds() -> float:
 
 
 def _fresh_report():
-    pretrained.clear_runs()
-    return pretrained.report(TEXT)
+    runs.RUNS.clear()
+    return runs.heads_report(BUNDLED, TEXT)
 
 
 def _fresh_layer(spec: AttentionSpec):
-    pretrained.clear_runs()
+    runs.RUNS.clear()
     return analyze(spec)
 
 
 def _reload():
-    pretrained.load.cache_clear()
-    models._bundled.cache_clear()   # pretrained.load() wraps models.load_model's bundled slot
-    return pretrained.load()
+    loading._bundled.cache_clear()
+    return loading.load_model()
 
 
 def server_rss_mb(timeout: float = 240.0) -> float | None:
@@ -102,29 +103,16 @@ def server_rss_mb(timeout: float = 240.0) -> float | None:
         return None
     from playwright.sync_api import sync_playwright
 
-    from tests.conftest import CHROMIUM_FLAGS, free_port
+    from bench.pages import launch, server
 
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"})
+    srv = server()
     try:
         spec = AttentionSpec(tokens=tuple(WORDS), source="pretrained")
-        url = f"http://127.0.0.1:{port}/Model_heads?{urlencode(spec.to_query())}"
+        url = f"{srv.url}/Model_heads?{urlencode(spec.to_query())}"
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
+            browser = launch(p)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            deadline = time.time() + 60
-            while True:
-                try:
-                    page.goto(url)
-                    break
-                except Exception:  # server not listening yet
-                    if time.time() > deadline:
-                        raise
-                    time.sleep(0.5)
+            page.goto(url)
             # the heads tab: its grid drawn (the per-head table is another tab's)
             page.wait_for_selector('[data-testid="stMain"] .ae-heatmap[data-drawn]',
                                    timeout=timeout * 1000)
@@ -132,12 +120,11 @@ def server_rss_mb(timeout: float = 240.0) -> float | None:
                 """() => !document.querySelector('[data-testid="stStatusWidget"]')""",
                 timeout=timeout * 1000)
             page.wait_for_timeout(1000)
-            rss = _vm_rss_mb(server.pid)
+            rss = _vm_rss_mb(srv.proc.pid)
             browser.close()
         return rss
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        srv.stop()
 
 
 def _vm_rss_mb(pid: int) -> float:
@@ -147,27 +134,29 @@ def _vm_rss_mb(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
-def run() -> list[dict]:
+def run(quick: bool = False) -> list[dict]:
     torch.set_num_threads(1)
-    cold = _cold_load_seconds()
+    cold = None if quick else _cold_load_seconds()
     model, tokenizer = _plain()
-    pretrained.load()
+    loading.load_model()
     spec = AttentionSpec(tokens=tuple(WORDS), source="pretrained", layer=3)
-    n = len(pretrained.run(TEXT).tokens)
+    n = len(runs.run(BUNDLED, TEXT).tokens)
     # parity first: the benchmark compares equal work
     own = torch.stack(_forward(model, tokenizer).attentions)[:, 0]
-    assert torch.allclose(pretrained.report(TEXT).weights, own, atol=1e-5)
+    assert torch.allclose(runs.heads_report(BUNDLED, TEXT).weights, own, atol=1e-5)
     med = interleaved_medians({
         "forward": lambda: _forward(model, tokenizer),
         "report": _fresh_report,
         "layer": lambda: _fresh_layer(spec),
-    }, repeats=9)
-    loads = interleaved_medians({"plain_load": _plain, "warm_load": _reload}, repeats=3)
+    }, repeats=3 if quick else 9)
+    loads = interleaved_medians({"plain_load": _plain, "warm_load": _reload},
+                                repeats=1 if quick else 3, warmup=0 if quick else 1)
     forward = med["forward"]
     base = f"AutoModel forward, {n} pieces"
-    rows = [
+    rows = [] if cold is None else [
         row("cold load (fresh process)", base, cold / forward, TARGETS["cold"],
-            f"{cold:.2f} s incl. imports; forward {forward * 1000:.1f} ms"),
+            f"{cold:.2f} s incl. imports; forward {forward * 1000:.1f} ms")]
+    rows += [
         row("warm load (reload in process)", base, loads["warm_load"] / forward, TARGETS["warm"],
             f"{loads['warm_load']:.2f} s"),
         row("warm load vs plain from_pretrained", "AutoModel+AutoTokenizer.from_pretrained",
@@ -178,7 +167,7 @@ def run() -> list[dict]:
         row("analyze(spec) one layer", base, med["layer"] / forward, TARGETS["layer"],
             f"{med['layer'] * 1000:.1f} ms, scaled + unscaled + metrics"),
     ]
-    rss = server_rss_mb()
+    rss = None if quick else server_rss_mb()
     if rss is not None:
         rows.append(row("server RSS, model page drawn", f"{RSS_GOAL_MB} MB goal",
                         rss / RSS_GOAL_MB, TARGETS["rss"], f"{rss:.0f} MB"))
@@ -186,4 +175,4 @@ def run() -> list[dict]:
 
 
 if __name__ == "__main__":
-    print_table(run())
+    print_table(run(quick="--quick" in sys.argv))

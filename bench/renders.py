@@ -13,6 +13,7 @@ number input past 256 tokens (heatmap_view.ROW_OPTIONS_MAX).
 
     python -m bench renders          # ratios against the same click on a bare page
     python -m bench.renders --detail # also the elements that render the most
+    python -m bench.renders --quick  # the head clicks only, 256 tokens for 2,048, 1 + 2 clicks
 
 Each row: component renders per click (median of 4 clicks after 2 warm-ups), against the
 same kind of click's on a bare page (bench/browser_heatmap.same_click). No target: the time
@@ -25,8 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.browser import chromium
-from bench.browser_heatmap import BARES, same_click
+from bench.browser_heatmap import BARES, CLICKS, QUICK_CLICKS, click_urls, same_click
+from bench.pages import BARE, RUNS, context, launch, pick, server
 from bench.timing import print_table, row
 
 # Counts into window.__fib while it is set: {commits, renders, by: {"main:stSelectbox": n}}.
@@ -71,44 +72,46 @@ HOOK = r"""(() => {
 CLICKS_PER_PAGE = 4
 
 
-def count_clicks(browser, url: str, label: str, options: tuple[str, str]) -> list[dict]:
-    """{commits, renders, by} of CLICKS_PER_PAGE alternating choices, after two warm-ups."""
-    from bench.browser_heatmap import RUNS, pick
-    from bench.cold_link import _context
-
-    context = _context(browser)
-    context.add_init_script(HOOK)
-    context.add_init_script(RUNS)
+def count_clicks(browser, url: str, label: str, options: tuple[str, str],
+                 clicks: int = CLICKS_PER_PAGE, warmups: int = 2) -> list[dict]:
+    """{commits, renders, by} of `clicks` alternating choices, after `warmups` others."""
+    ctx = context(browser)
+    ctx.add_init_script(HOOK)
+    ctx.add_init_script(RUNS)
     try:
-        page = context.new_page()
+        page = ctx.new_page()
         page.goto(url)
-        page.wait_for_function("() => window.__done !== undefined", timeout=600_000, polling=50)
-        for r in range(2):
+        page.wait_for_function(
+            "() => window.__done !== undefined"
+            " || (window.__msgs > 0 && window.__clicked !== undefined)",
+            timeout=600_000, polling=50)
+        for r in range(warmups):
             pick(page, label, options[r % 2])
         counts = []
-        for r in range(CLICKS_PER_PAGE):
+        for r in range(warmups, warmups + clicks):
             page.evaluate("() => { window.__fib = {commits: 0, renders: 0, by: {}}; }")
             pick(page, label, options[r % 2])
             counts.append(page.evaluate("() => window.__fib"))
         return counts
     finally:
-        context.close()
+        ctx.close()
 
 
-def measure() -> dict[str, list[dict]]:
+def measure(quick: bool = False) -> dict[str, list[dict]]:
     from playwright.sync_api import sync_playwright
-
-    from bench.browser_heatmap import CLICKS, click_urls
-    from bench.cold_link import BARE
-    from tests.conftest import CHROMIUM_FLAGS, Server
 
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         (Path(tmp) / "bare_page.py").write_text(BARE)
-        app, base = Server(), Server(str(Path(tmp) / "bare_page.py"))
+        app, base = server(), server(str(Path(tmp) / "bare_page.py"))
         try:
-            browser = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_FLAGS)
-            urls = click_urls(app.url, base.url)
-            out = {name: count_clicks(browser, url, *CLICKS[name]) for name, url in urls.items()}
+            browser = launch(p)
+            urls = click_urls(app.url, base.url, 256 if quick else 2048)
+            if quick:
+                urls = {name: urls[name] for name in QUICK_CLICKS}
+            out = {name: count_clicks(browser, url, *CLICKS[name],
+                                      clicks=2 if quick else CLICKS_PER_PAGE,
+                                      warmups=1 if quick else 2)
+                   for name, url in urls.items()}
             browser.close()
             return out
         finally:
@@ -116,8 +119,8 @@ def measure() -> dict[str, list[dict]]:
             base.stop()
 
 
-def run(detail: bool = False) -> list[dict]:
-    counts = measure()
+def run(detail: bool = False, quick: bool = False) -> list[dict]:
+    counts = measure(quick)
     renders = {name: statistics.median(c["renders"] for c in cs) for name, cs in counts.items()}
     commits = {name: statistics.median(c["commits"] for c in cs) for name, cs in counts.items()}
     rows = []
@@ -131,7 +134,8 @@ def run(detail: bool = False) -> list[dict]:
                 by[where] = by.get(where, 0) + n / len(counts[name])
         side = sum(n for where, n in by.items() if where.startswith("side:"))
         top = ", ".join(f"{w} {n:.0f}" for w, n in sorted(by.items(), key=lambda kv: -kv[1])[:4])
-        rows.append(row(f"component renders a click: {name}", same_click(name),
+        shown = name.replace("n=2048", "n=256") if quick else name
+        rows.append(row(f"component renders a click: {shown}", same_click(name),
                         renders[name] / bare, float("inf"),
                         f"{renders[name]:.0f} vs {bare:.0f} renders, {commits[name]:.0f} commits,"
                         f" sidebar {side:.0f}" + (f"; most: {top}" if detail else "")))
@@ -139,4 +143,4 @@ def run(detail: bool = False) -> list[dict]:
 
 
 if __name__ == "__main__":
-    print_table(run(detail="--detail" in sys.argv))
+    print_table(run(detail="--detail" in sys.argv, quick="--quick" in sys.argv))

@@ -50,11 +50,11 @@ def first_matmuls(torch_first: bool) -> list[float]:
     return json.loads(out.stdout)
 
 
-def run() -> list[dict]:
+def run(quick: bool = False) -> list[dict]:
     from bench.timing import row
 
     with_vars, without = [], []
-    for _ in range(3):                       # interleaved interpreters
+    for _ in range(1 if quick else 3):       # interleaved interpreters
         with_vars += first_matmuls(torch_first=False)
         without += first_matmuls(torch_first=True)
     fast, slow = statistics.median(with_vars), statistics.median(without)
@@ -67,4 +67,4 @@ def run() -> list[dict]:
 if __name__ == "__main__":
     from bench.timing import print_table
 
-    print_table(run())
+    print_table(run(quick="--quick" in sys.argv))

@@ -36,11 +36,18 @@ def row(name: str, baseline: str, ratio: float, target: float, detail: str = "")
             "ok": ratio <= target, "detail": detail}
 
 
+def _ok(r: dict) -> str:
+    """yes / NO, or "-" for a row not held to its target (`held` False: a quick run)."""
+    if not r.get("held", True):
+        return "-"
+    return "yes" if r["ok"] else "NO"
+
+
 def print_table(rows: list[dict]) -> None:
     width = max(len(r["name"]) for r in rows)
     base = max(len(r["baseline"]) for r in rows)
     print(f"{'benchmark':<{width}}  {'baseline':<{base}}  {'ratio':>7}  {'target':>7}  ok   detail")
     for r in rows:
         print(f"{r['name']:<{width}}  {r['baseline']:<{base}}  {r['ratio']:>7.2f}  "
-              f"{'<= ' + format(r['target'], 'g'):>7}  {'yes' if r['ok'] else 'NO ':<4} "
+              f"{'<= ' + format(r['target'], 'g'):>7}  {_ok(r):<4} "
               f"{r.get('detail', '')}")
