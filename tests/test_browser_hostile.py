@@ -207,3 +207,46 @@ def test_typed_hostile_tokens_stay_text(server, guarded):
         lambda url: AttentionSpec.from_query(dict(parse_qsl(urlsplit(url).query))).tokens
         == HOSTILE, timeout=UI_TIMEOUT)
     assert_inert(guarded)
+
+
+@pytest.fixture
+def deployer_server(monkeypatch):
+    """A fresh server started as a deployer starts one: none of the policy's variables set."""
+    from attention import config
+
+    for name in (config.ENV_DOWNLOADS, config.ENV_MAX_PARAMS, config.ENV_ALLOWED,
+                 config.ENV_LOCAL, config.ENV_MODEL_MEMORY, config.ENV_RESULTS):
+        monkeypatch.delenv(name, raising=False)
+    srv = Server()
+    yield srv
+    srv.stop()
+
+
+def test_deep_link_to_proc_self_tells_nothing_of_the_disk(deployer_server, guarded):
+    """`?source=pretrained&model=/proc/self` as a fresh server's first visit: the one sentence
+    of a refused source, quoting '/proc/self' (never /proc/<pid>, the home directory or the
+    server's folders), and the page keeps working."""
+    import os
+    import re
+    from pathlib import Path
+
+    from attention import config
+    from attention.errors import UserError
+
+    guarded.goto(f"{deployer_server.url}/Model_heads?source=pretrained&tokens=the+cat"
+                 "&model=%2Fproc%2Fself")
+    wait_for_app(guarded)
+    sentence = str(UserError("models.not_allowed", source="/proc/self",
+                             allowed=config.BUNDLED, env=config.ENV_LOCAL))
+    alert = guarded.locator('[data-testid="stMain"] [data-testid="stAlertContentError"]')
+    expect(alert).to_have_count(1, timeout=UI_TIMEOUT)
+    # the sentence as rendered (its `make run` is code): compare the visible text
+    expect(alert.locator("p").first).to_have_text(sentence.replace("`", ""),
+                                                  timeout=UI_TIMEOUT)
+    body = guarded.locator("body").inner_text()
+    assert not re.search(r"/proc/\d", body)
+    assert str(Path.home()) not in body and str(Path.cwd()) not in body
+    assert str(Path("/proc/self").resolve()) not in body and f"/proc/{os.getpid()}" not in body
+    box = guarded.locator('[data-testid="stSidebar"] [data-testid="stTextInput"] input').first
+    expect(box).to_have_value("/proc/self", timeout=UI_TIMEOUT)
+    assert_inert(guarded)
