@@ -157,12 +157,16 @@ def _make_room(params: int, source: str, policy: Policy) -> None:
 def _resolve(source: str) -> tuple[str, str]:
     """("folder", absolute path) or ("hub", id). The resolved path is a cache key only:
     messages quote `source`."""
-    path = Path(source).expanduser()
-    if path.is_dir():
-        return "folder", str(path.resolve())
-    if HUB_ID.fullmatch(source) and not path.exists():
+    try:
+        path = Path(source).expanduser()
+        if path.is_dir():
+            return "folder", str(path.resolve())
+        exists = path.exists()
+    except (OSError, ValueError, RuntimeError):   # unreadable, a NUL byte, ~nobody, a loop
+        raise UserError("models.no_folder", path=shown(source)) from None
+    if HUB_ID.fullmatch(source) and not exists:
         return "hub", source
-    if source.startswith(("/", ".", "~", "\\")) or "/" in source or path.exists():
+    if source.startswith(("/", ".", "~", "\\")) or "/" in source or exists:
         raise UserError("models.no_folder", path=shown(source))
     raise UserError("models.unknown_source", source=shown(source))
 
@@ -172,7 +176,11 @@ def _config_json(kind: str, location: str, source: str, policy: Policy) -> dict:
     user's string as messages quote it."""
     if kind == "folder":
         path = Path(location) / "config.json"
-        if not path.is_file():
+        try:
+            is_file = path.is_file()
+        except OSError:
+            is_file = False
+        if not is_file:
             raise UserError("models.no_config", path=source)
     else:
         from huggingface_hub import hf_hub_download
@@ -201,7 +209,11 @@ def _check_config(data: dict, kind: str, location: str, source: str) -> None:
         raise UserError("models.encoder_decoder", source=source)
     if kind == "folder":
         folder = Path(location)
-        if not any(folder.glob("*.safetensors")):
+        try:
+            weights = any(folder.glob("*.safetensors"))
+        except OSError:
+            weights = False
+        if not weights:
             raise UserError("models.no_weights", path=source)
 
 
