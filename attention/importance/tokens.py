@@ -308,6 +308,8 @@ def token_importance(model: M.LoadedModel, texts, *, occlusion: str = "remove",
     docstring for the columns). target: a causal LM's next word (default its top piece);
     mask_at: a masked LM's m (default the last piece that is not special)."""
     items = [item(model, text, target=target, mask_at=mask_at) for text in texts]
+    if not items:
+        raise ValueError("token_importance needs at least one text.")
     occ = occlude(model, items, occlusion)
     grads = gradient_x_input(model, items)
     igs = integrated_gradients(model, items)
