@@ -7,7 +7,7 @@ shards once (`derive`), and one head's joint query/key map made on first use (`e
     view/summary.parquet   per (layer, head) and Clark column: mean, 95% interval of the mean,
                            sd, cv over the texts; and the head's pattern (its largest share
                            column), that column's cv, and `fixed` (cv < FIXED_CV)
-    view/map-L<l>-H<h>.parquet   kind (q/k), text_id, position, x, y (float16)
+    view/map-L<l>-H<h>.parquet   kind (q/k), text_id, position, x, y (float16), method
 
 A shipped result (attention/data/corpus/<name>/) holds the manifest and view/ only.
 """
@@ -123,7 +123,7 @@ def map_sample(qk: pd.DataFrame, limit: int = MAP_POINTS // 2) -> pd.DataFrame:
 def embedding(folder: Path, layer: int, head: int, *, method: str = "auto") -> pd.DataFrame | None:
     """One head's joint map (kind, text_id, position, x, y), cached in view/ (when the folder
     can be written); None when the run kept no queries and keys."""
-    from attention.corpus.qkmap import embed
+    from attention.corpus.qkmap import AUTO, embed
 
     folder = Path(folder)
     path = folder / VIEW / f"map-L{layer}-H{head}.parquet"
@@ -142,6 +142,7 @@ def embedding(folder: Path, layer: int, head: int, *, method: str = "auto") -> p
         "text_id": np.concatenate([qk["text_id"].to_numpy()] * 2).astype(np.int32),
         "position": np.concatenate([qk["position"].to_numpy()] * 2).astype(np.int32),
         "x": xy[:, 0].astype(np.float16), "y": xy[:, 1].astype(np.float16)})
+    frame["method"] = AUTO if method == "auto" else method
     try:
         (folder / VIEW).mkdir(exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")

@@ -29,6 +29,7 @@ PAGES = (
     ("pages/3_Model_heads.py", "nav.model", ":material/hub:"),
     ("pages/4_Is_sharper_better.py", "nav.sharper", ":material/science:"),
     ("pages/5_Does_the_model_use_it.py", "nav.importance", ":material/troubleshoot:"),
+    ("pages/6_Corpus.py", "corpus_page.nav", ":material/scatter_plot:"),
 )
 EXAMPLE_KEY = "in_example"
 KEEP = "session"  # sidebar widgets keep their values across page switches

@@ -1,0 +1,231 @@
+"""The Corpus page: a results folder of the corpus job (attention.corpus), opened, never
+computed here except a small corpus run through the same job (local engine).
+
+Folders offered: the shipped results of the bundled corpora on MiniLM (attention/data/corpus/),
+the folders under the deployer's results root (config.policy().results_root, listed by
+config.result_dirs, opened by config.result_dir), and this session's own run (a temporary
+folder removed when the session ends). The URL keeps cp_folder, cp_stat, cp_layer, cp_head and
+cp_colour."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pandas as pd
+import streamlit as st
+
+from attention import config
+from attention.charts.corpus import head_grid, qk_map
+from attention.corpus import results
+from attention.errors import UserError
+from attention.ui.chart import show as draw_chart
+from attention.ui.state import view_widget
+from attention.ui.text import lang, message, t
+
+SHIPPED = config.DATA / "corpus"
+SESSION = "session"
+SESSION_KEY = "corpus_page_run"
+RUN_LIMIT = 300
+STATS = results.COLUMNS
+COLOURS = ("kind", "position", "frequency")
+
+
+def _options() -> dict[str, Path]:
+    """Folder id (as in the URL) -> folder."""
+    found = {}
+    if SHIPPED.is_dir():
+        for folder in sorted(SHIPPED.iterdir()):
+            if results.is_result(folder):
+                found[f"shipped:{folder.name}"] = folder
+    for name in config.result_dirs():
+        try:
+            folder = config.result_dir(name)
+        except UserError:
+            continue
+        if results.is_result(folder):
+            found[f"root:{name}"] = folder
+    run = st.session_state.get(SESSION_KEY)
+    if run is not None and results.is_result(run.folder):
+        found[SESSION] = run.folder
+    return found
+
+
+def _folder_label(key: str) -> str:
+    kind, _, name = key.partition(":")
+    if kind == "shipped":
+        return t("corpus_page.folder_shipped", name=name)
+    if kind == "root":
+        return t("corpus_page.folder_root", name=name)
+    return t("corpus_page.folder_session")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _view(folder: str, name: str, stamp: float) -> pd.DataFrame | None:
+    return results.view_table(Path(folder), name)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _map(folder: str, layer: int, head: int, stamp: float) -> pd.DataFrame | None:
+    return results.embedding(Path(folder), layer, head)
+
+
+def _stamp(folder: Path) -> float:
+    try:
+        return (folder / "manifest.json").stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def draw_corpus_page() -> None:
+    st.markdown(t("corpus_page.intro"))
+    options = _options()
+    _run_box()
+    options = _options()
+    if not options:
+        st.info(t("corpus_page.no_folders"))
+        return
+    keys = list(options)
+    key = view_widget("cp_folder", st.selectbox, default=keys[0], cast=str,
+                      valid=lambda v: v in options, options=keys, format_func=_folder_label,
+                      label=t("corpus_page.folder"))
+    folder = options[key]
+    manifest = results.manifest(folder)
+    stamp = _stamp(folder)
+    texts = _view(str(folder), "texts", stamp)
+    summary = _view(str(folder), "summary", stamp)
+    st.caption(t("corpus_page.about", model=manifest.get("model", "?"),
+                 corpus=manifest.get("corpus", "?"), texts=manifest.get("texts", 0),
+                 version=manifest.get("code_version", "?")))
+    if summary is not None and len(summary):
+        _draw_stats(summary)
+    if texts is not None:
+        _draw_map(folder, manifest, texts, summary, stamp)
+
+
+def _draw_stats(summary: pd.DataFrame) -> None:
+    st.subheader(t("corpus_page.stats_title"))
+    st.markdown(t("corpus_page.stats_help", cv=results.FIXED_CV))
+    stat = view_widget("cp_stat", st.selectbox, default="to_sep", cast=str,
+                       valid=lambda v: v in STATS, options=list(STATS),
+                       format_func=lambda c: t(f"model.col_{c}"), label=t("corpus_page.stat"))
+    labels = {k: t(f"corpus_page.{k}") for k in
+              ("layer", "head", "mean", "lo", "hi", "cv", "pattern", "fixed", "yes", "no")}
+    labels["title"] = t("corpus_page.grid_title", stat=t(f"model.col_{stat}"))
+    draw_chart(head_grid(summary, stat, labels), width="content")
+    fixed = int(summary["fixed"].sum())
+    st.markdown(t("corpus_page.fixed_count", fixed=fixed, total=len(summary),
+                  varies=len(summary) - fixed, cv=results.FIXED_CV))
+    table = summary[["layer", "head", "texts", f"{stat}_mean", f"{stat}_lo", f"{stat}_hi",
+                     f"{stat}_cv", "pattern", "pattern_cv", "fixed"]].rename(columns={
+        f"{stat}_mean": labels["mean"], f"{stat}_lo": labels["lo"], f"{stat}_hi": labels["hi"],
+        f"{stat}_cv": labels["cv"], "pattern": labels["pattern"], "fixed": labels["fixed"],
+        "pattern_cv": t("corpus_page.pattern_cv"), "layer": labels["layer"],
+        "head": labels["head"], "texts": t("corpus_page.texts")})
+    st.dataframe(table, hide_index=True, height=280)
+
+
+def _link(layer: int, head: int, model: str) -> str:
+    """Model heads at this layer and head on a real model; the text is appended by the chart."""
+    query = {"source": "pretrained", "layer": str(layer), "mh_tab": "heads",
+             "mh_layer": str(layer), "mh_head": str(head), "lang": lang()}
+    if model != config.BUNDLED:
+        query["model"] = model
+    return "Model_heads?" + urlencode(query) + "&text="
+
+
+def _draw_map(folder: Path, manifest: dict, texts: pd.DataFrame, summary, stamp: float) -> None:
+    st.subheader(t("corpus_page.map_title"))
+    st.markdown(t("corpus_page.map_help"))
+    layers = int(summary["layer"].max()) + 1 if summary is not None and len(summary) else 1
+    heads = int(summary["head"].max()) + 1 if summary is not None and len(summary) else 1
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        layer = view_widget("cp_layer", st.selectbox, default=0, cast=int,
+                            valid=lambda v: 0 <= v < layers, options=list(range(layers)),
+                            label=t("corpus_page.layer"))
+    with c2:
+        head = view_widget("cp_head", st.selectbox, default=0, cast=int,
+                           valid=lambda v: 0 <= v < heads, options=list(range(heads)),
+                           label=t("corpus_page.head"))
+    with c3:
+        colour = view_widget("cp_colour", st.selectbox, default="kind", cast=str,
+                             valid=lambda v: v in COLOURS, options=list(COLOURS),
+                             format_func=lambda c: t(f"corpus_page.colour_{c}"),
+                             label=t("corpus_page.colour"))
+    with st.spinner(t("corpus_page.map_computing")):
+        points = _map(str(folder), layer, head, stamp)
+    if points is None:
+        st.info(t("corpus_page.no_map"))
+        return
+    pieces = _view(str(folder), "pieces", stamp)
+    points = points.merge(pieces[["text_id", "position", "token", "frequency"]],
+                          on=["text_id", "position"], how="left")
+    points = points.merge(texts[["text_id", "text"]], on="text_id", how="left")
+    used = points["text_id"].nunique()
+    model = manifest.get("model", config.BUNDLED)
+    method = str(points["method"].iloc[0]) if "method" in points else "tsne"
+    labels = {k: t(f"corpus_page.{k}") for k in
+              ("query", "key", "kind", "position", "frequency", "token", "text")}
+    labels["title"] = t("corpus_page.map_chart", layer=layer, head=head, n=len(points) // 2,
+                        texts=used, method=t(f"corpus_page.method_{method}"))
+    draw_chart(qk_map(points, _link(layer, head, model), colour, labels))
+    st.caption(t("corpus_page.map_caption"))
+
+
+class _Run:
+    """This session's own run: a temporary folder removed when the session (this object) goes."""
+
+    def __init__(self):
+        self.root = Path(tempfile.mkdtemp(prefix="attention-corpus-"))
+        self.folder = self.root / "result"
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.root), True)
+
+
+def _run_box() -> None:
+    with st.expander(t("corpus_page.run_title")):
+        st.markdown(t("corpus_page.run_help", limit=RUN_LIMIT))
+        raw = st.text_area(t("corpus_page.run_texts"), key="corpus_page_texts", height=140)
+        upload = st.file_uploader(t("corpus_page.run_upload"), key="corpus_page_upload",
+                                  type=["txt", "csv", "jsonl", "parquet"])
+        if not st.button(t("corpus_page.run_button"), key="corpus_page_go"):
+            return
+        from attention.corpus.sources import from_upload, parse_lines
+
+        try:
+            texts = from_upload(upload.name, upload.getvalue()) if upload is not None \
+                else parse_lines(raw)
+        except UserError as err:
+            st.error(message(err))
+            return
+        if not texts:
+            st.warning(t("corpus_page.run_empty"))
+            return
+        old = st.session_state.pop(SESSION_KEY, None)
+        if old is not None:
+            old._cleanup()
+        run = _Run()
+        corpus = run.root / "corpus.jsonl"
+        import json
+
+        corpus.write_text("".join(json.dumps({"text": s}, ensure_ascii=False) + "\n"
+                                  for s in texts), encoding="utf-8")
+        bar = st.progress(0.0, text=t("corpus_page.run_progress", done=0, total=len(texts)))
+        from attention.corpus.compute import Settings
+        from attention.corpus.job import Refused, run as run_job
+        from attention.models import load_model
+
+        try:
+            run_job(config.BUNDLED, str(corpus), run.folder, model=load_model(config.BUNDLED),
+                    settings=Settings(batch_size=16),
+                    on_progress=lambda d, n: bar.progress(
+                        d / n, text=t("corpus_page.run_progress", done=d, total=n)))
+        except (Refused, UserError) as err:
+            st.error(str(err) if isinstance(err, Refused) else message(err))
+            run._cleanup()
+            return
+        st.session_state[SESSION_KEY] = run
+        st.session_state["view_cp_folder"] = SESSION
+        st.query_params["cp_folder"] = SESSION
