@@ -1,0 +1,89 @@
+"""The corpus job: batched local engine vs one text at a time, Ray (2 workers) vs local, and
+peak RSS at two corpus sizes (each in its own process). Ratios, measured in the same run.
+
+    python -m bench.corpus [--quick]
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = ("the cat sat on a mat while dogs ran past , and she said that it was late . "
+         "every student who came read his book because they liked it").split()
+
+
+def _corpus(folder: Path, n: int) -> Path:
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    path = folder / f"c{n}.txt"
+    path.write_text("\n".join(" ".join(rng.choice(WORDS, size=int(rng.integers(5, 25))))
+                              for _ in range(n)) + "\n", encoding="utf-8")
+    return path
+
+
+def _rss_run(corpus: Path, out: Path) -> float:
+    """Peak RSS (MB) of a whole job over `corpus` in a fresh process."""
+    script = (f"import resource, torch; torch.set_num_threads(1)\n"
+              f"from attention.corpus import job\n"
+              f"job.run('all-MiniLM-L6-v2', {str(corpus)!r}, {str(out)!r})\n"
+              f"print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    got = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    return float(got.stdout.strip().splitlines()[-1])
+
+
+def main(quick: bool = False) -> list[dict]:
+    import torch
+
+    from attention.corpus import job
+    from attention.corpus.compute import Settings, compute_shard
+    from attention.models import load_model
+
+    torch.set_num_threads(1)
+    rows = []
+    model = load_model("all-MiniLM-L6-v2")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        texts = _corpus(tmp, 64).read_text().splitlines()
+        settings = Settings(batch_size=64)
+        compute_shard(model, 0, texts[:4], settings)                      # warm
+        times = {}
+        for batched in (False, True):
+            t0 = time.perf_counter()
+            compute_shard(model, 0, texts, settings, batched=batched)
+            times[batched] = time.perf_counter() - t0
+        rows.append({"measure": "batched local vs one text at a time (64 texts, texts/s)",
+                     "ratio": round(times[False] / times[True], 2), "target": ">= 3x"})
+        try:
+            import ray  # noqa: F401
+            corpus = _corpus(tmp, 128 if quick else 512)
+            t0 = time.perf_counter()
+            job.run("all-MiniLM-L6-v2", str(corpus), tmp / "local", settings=Settings(batch_size=32),
+                    model=model)
+            local = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            job.run("all-MiniLM-L6-v2", str(corpus), tmp / "ray", engine="ray",
+                    settings=Settings(batch_size=32), workers=2)
+            ray_s = time.perf_counter() - t0
+            rows.append({"measure": "Ray, 2 workers, vs local (texts/s, incl. Ray start)",
+                         "ratio": round(local / ray_s, 2), "target": "report"})
+        except ImportError:
+            rows.append({"measure": "Ray vs local", "ratio": None, "target": "Ray not installed"})
+        small, large = (200, 1000) if quick else (1000, 10000)
+        rss = {n: _rss_run(_corpus(tmp, n), tmp / f"rss{n}") for n in (small, large)}
+        rows.append({"measure": f"peak RSS {large} texts / {small} texts "
+                                f"({rss[large]:.0f} / {rss[small]:.0f} MB)",
+                     "ratio": round(rss[large] / rss[small], 3), "target": "<= 1.2x"})
+    for r in rows:
+        print(f"{r['measure']:<70} {r['ratio']!s:>8}  {r['target']}")
+    return rows
+
+
+if __name__ == "__main__":
+    main(quick="--quick" in sys.argv)
