@@ -1,125 +1,127 @@
-"""The "Does the model use it?" page in AppTest on MiniLM: the numbers on screen equal the
-frames computed here independently of the page, and the conclusions are written from them."""
+"""The "Does the model use it?" page in AppTest, English and Chinese, on its default view:
+bundled:en's first texts on the bundled MiniLM, read from the results shipped with the code
+(attention/data/importance/), never computed. The agreement table, the faithfulness and
+pruning curves, head importance and the conclusions are those of the shipped frames; a
+corpus that is not shipped is computed once (a tiny model) and then read back."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from attention import importance as I
 from attention import models as M
 from attention.conclusions.importance import conclusions
+from attention.files import diskcache
+from attention.importance import shipped
 from attention.spec import AttentionSpec
 from tests.apptest import chart_frames, open_page
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
-TEXT = "the cat sat on the mat ."
+PAGE = "pages/5_Does_the_model_use_it.py"
 
 
 @pytest.fixture(scope="module")
-def page():
-    spec = AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained")
-    return open_page("pages/5_Does_the_model_use_it.py", spec, timeout=600)  # heavy first run
+def record():
+    texts = shipped.shipped_texts()
+    got = diskcache.read(shipped.shipped_path(), shipped.key(M.BUNDLED, texts))
+    assert got is not None, ("the shipped importance results are not those of this code: "
+                             "run .venv/bin/python scripts/ship_importance.py")
+    return got
 
 
-@pytest.fixture(scope="module")
-def frames():
-    model = M.load_model()
-    tokens = I.token_importance(model, (TEXT,))
-    heads = I.head_importance(model, (TEXT,))
-    return model, tokens, I.layer_agreement(tokens), heads
+def test_the_shipped_file_is_small_and_of_this_code(record):
+    path = shipped.shipped_path()
+    assert path.stat().st_size < 3 * 2**20
+    assert sorted(p.name for p in shipped.SHIPPED.glob("*.zip")) == [path.name]
+    assert record.values["texts"] == shipped.PAGE_TEXTS == len(shipped.shipped_texts())
+    assert {"tokens", "agreement_words", "agreement_all", "faithfulness", "heads",
+            "sharpness", "pruning", "sweep"} <= set(record.frames)
 
 
-def test_page_runs(page):
-    assert not page.exception
-    assert not page.error
+def _open(lang, monkeypatch):
+    """The default view, with computing forbidden: it must come from the shipped file."""
+    def refuse(*_a, **_k):
+        raise AssertionError("the default view computed something")
+    monkeypatch.setattr(shipped, "compute", refuse)
+    return open_page(PAGE, AttentionSpec(), timeout=300, lang=lang)
 
 
-def test_agreement_table_is_the_frame(page, frames):
-    _, _, agreement, _ = frames
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_default_view_shows_the_shipped_results(lang, record, monkeypatch):
+    page = _open(lang, monkeypatch)
+    assert not page.exception and not page.error
+    frames = record.frames
+    agreement = frames["agreement_words"]
     table = page.dataframe[0].value
-    assert len(table) == 6
-    want = agreement[(agreement["score"] == "rollout") & (agreement["target"] == "occlusion")]
-    column = "rollout / occlusion"
-    assert np.allclose(table[column].to_numpy(), want["spearman"].to_numpy(), atol=1e-4)
-
-
-def test_token_table_is_the_frame(page, frames):
-    _, tokens, _, _ = frames
-    table = page.dataframe[1].value
-    assert list(table["Token"]) == list(tokens["token"])
-    assert np.allclose(table["occlusion"], tokens["occlusion"], atol=1e-4)
-    assert np.allclose(table["gradient × input"], tokens["gradient"], rtol=1e-3, atol=1e-5)
-    assert np.allclose(table["rollout"], tokens["rollout"], atol=1e-5)
-
-
-def test_head_chart_and_conclusions_come_from_the_frames(page, frames):
-    _, _, agreement, heads = frames
-    scatter = [f for f in chart_frames(page) if {"ablation", "max_weight"} <= set(f)]
-    assert scatter and len(scatter[0]) == 72
-    got = scatter[0].sort_values(["layer", "head"])
-    assert np.allclose(got["ablation"], heads["ablation"], atol=1e-5)
+    assert len(table) == len(agreement)
+    rho = table.iloc[:, 1].to_numpy(dtype=float)
+    assert np.allclose(rho, agreement["spearman"].to_numpy(), equal_nan=True)
+    assert np.allclose(table.iloc[:, 2], agreement["ci_low"], equal_nan=True)
+    assert np.allclose(table.iloc[:, 5], agreement["null_high"], equal_nan=True)
     shown = " ".join(m.value for m in page.markdown)
-    for c in conclusions(agreement, heads):
-        assert c.text("en") in shown
-    assert not any(f.isna().any().any() for f in chart_frames(page)
-                   if "metric" in f or "spearman" in f)
+    assert f"**{shipped.PAGE_TEXTS}**" in shown                      # the count is stated
+    sharp = frames["sharpness"]
+    sharp = sharp[(sharp["importance"] == "ablation") & (sharp["sharpness"] == "max_weight")]
+    layer = M.load_model().layers - 1
+    sweep = frames["sweep"][frames["sweep"]["layer"] == layer]
+    want = conclusions(agreement, frames["faithfulness"], sharp, frames["pruning"], sweep,
+                       texts=record.values["head_texts"])
+    assert want
+    for c in want:
+        assert c.text(lang) in shown
+    assert not any("unlike Abnar" in m.value for m in page.markdown)
+    datasets = chart_frames(page)
+    assert any({"null_low", "ci_low", "spearman"} <= set(f) and len(f) > 20 for f in datasets)
+    assert any({"random_low", "random_high", "metric"} <= set(f) for f in datasets)  # pruning
+    assert any({"fraction", "change"} <= set(f) for f in datasets)                    # faith
+    heads = [f for f in datasets if {"layer", "head", "ablation"} <= set(f)]
+    assert heads and len(heads[0]) == 72
+    for f in datasets:
+        numeric = f.select_dtypes("number")
+        assert not numeric.isna().any().any()
 
 
-def test_words_only_toggle_recomputes_the_table_without_special_pieces(page, frames):
-    _, tokens, _, _ = frames
-    page.toggle(key="view_imp_words").set_value(True).run(timeout=600)
+def test_words_only_and_layer_are_in_the_url_and_switch_the_frames(record, monkeypatch):
+    page = _open("en", monkeypatch)
+    assert page.query_params.get("imp_words") in ("True", ["True"])
+    page.toggle(key="view_imp_words").set_value(False).run(timeout=300)
     assert not page.exception
     table = page.dataframe[0].value
-    want = I.layer_agreement(tokens, words_only=True)
-    want = want[(want["score"] == "attention") & (want["target"] == "occlusion")]
-    assert np.allclose(table["raw attention (readout query) / occlusion"].to_numpy(),
-                       want["spearman"].to_numpy(), atol=1e-4)
-    shown = " ".join(m.value for m in page.markdown)
-    for c in conclusions(I.layer_agreement(tokens, words_only=True), frames[3]):
-        assert c.text("en") in shown
+    assert np.allclose(table.iloc[:, 1].to_numpy(dtype=float),
+                       record.frames["agreement_all"]["spearman"], equal_nan=True)
+    page.selectbox(key="view_imp_layer").set_value(2).run(timeout=300)
+    assert not page.exception
+    sweep = [f for f in chart_frames(page) if {"tau", "diff"} <= set(f)]
+    want = record.frames["sweep"]
+    assert np.allclose(sweep[0].sort_values("tau")["diff"],
+                       want[want["layer"] == 2].sort_values("tau")["diff"])
 
 
-def test_each_frame_is_computed_once_per_text_and_model(tiny, monkeypatch):
-    """A rerun, the words-only toggle and another layer's sweep read the frames back from the
-    server's store: each computation runs once per (model, texts) (sweeps once per layer)."""
-    from attention.ui.views import importance as importance_view
+def test_a_corpus_not_shipped_is_computed_once_then_read(tiny, monkeypatch):
+    """The sidebar's lines on a tiny model: computed with progress, once; a rerun and the
+    words-only toggle read it back from the server's store."""
+    from attention.ui.views import importance as view
 
     calls = []
-    for name in ("token_importance", "head_importance", "pruning_curve", "temperature_sweep"):
-        real = getattr(I, name)
-        monkeypatch.setattr(I, name, lambda *a, _real=real, _name=name, **k:
-                            calls.append(_name) or _real(*a, **k))
-    monkeypatch.setattr(importance_view, "model_source", lambda spec: str(tiny["bert_base"]))
-    at = open_page("pages/5_Does_the_model_use_it.py", AttentionSpec(tokens=tuple(TEXT.split())))
-    assert not at.exception and not at.error
-    assert sorted(calls) == ["head_importance", "pruning_curve", "temperature_sweep",
-                             "token_importance"]
+    real = shipped.compute
+    monkeypatch.setattr(shipped, "N_BOOT", 50)
+    monkeypatch.setattr(shipped, "ORDERS", 2)
+    monkeypatch.setattr(shipped, "compute",
+                        lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    monkeypatch.setattr(view, "model_source", lambda spec: str(tiny["bert_base"]))
+    monkeypatch.setattr(M, "load_model",
+                        lambda source=M.BUNDLED, trusted=False, _real=M.load_model:
+                        _real(source, trusted=True))
+    at = open_page(PAGE, AttentionSpec(tokens=("the", "cat", "sat"), source="pretrained"),
+                   timeout=300,
+                   imp_corpus="sidebar")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert calls == [["the cat sat"]]
+    text = "the cat sat on the mat .\na dog barked at the moon"
+    at.sidebar.text_area(key="in_text").input(text).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(calls) == 2 and list(calls[1]) == text.splitlines()
+    shown = " ".join(m.value for m in at.markdown)
+    assert "cannot tell" in shown and "fewer than 20" in shown
+    at.toggle(key="view_imp_words").set_value(False).run()
     at.run()
-    at.toggle(key="view_imp_words").set_value(True).run()
-    assert not at.exception and len(calls) == 4
-    at.selectbox(key="view_imp_layer").set_value(0).run()
-    assert not at.exception and calls.count("temperature_sweep") == 2 and len(calls) == 5
-    # another text is another entry
-    at.sidebar.text_area(key="in_text").input("a dog barked").run()
-    assert not at.exception and calls.count("token_importance") == 2
-
-
-def test_agreement_chart_dash_legend_is_drawn_by_a_plain_line_layer():
-    """The dashes tell occlusion from gradient x input: the strokeDash legend must come from
-    a line layer without point markers (with mark_line(point=True) Vega-Lite draws that
-    legend's symbols as circles and its entries showed no dash at all)."""
-    import pandas as pd
-
-    from attention.charts.importance import agreement_chart
-
-    frame = pd.DataFrame([dict(layer=layer, score=score, target=target, spearman=0.1 * layer)
-                          for layer in range(3) for score in ("rollout", "flow")
-                          for target in ("occlusion", "gradient")])
-    spec = agreement_chart(frame, "en").to_dict()
-    dashed = [layer for layer in spec["layer"] if "strokeDash" in layer.get("encoding", {})]
-    assert len(dashed) == 1
-    mark = dashed[0]["mark"]
-    assert mark == "line" or (mark["type"] == "line" and not mark.get("point"))
-    assert dashed[0]["encoding"]["strokeDash"]["legend"]["symbolType"] == "stroke"
-    assert any(layer["mark"] in ("circle", {"type": "circle", "size": 30})
-               for layer in spec["layer"])
+    assert not at.exception and len(calls) == 2

@@ -36,6 +36,7 @@ faith_mod = importlib.import_module("attention.importance.faithfulness")
 SHIPPED = config.DATA / "importance"
 SHIPPED_CORPUS = "bundled:en"
 PAGE_TEXTS = 100                 # texts of a corpus the page measures (the first ones)
+HEAD_TEXTS = 40                  # of those, the texts head importance is averaged over
 N_BOOT = 1000
 SEED = 0
 FRACTIONS = (0.1, 0.2, 0.3, 0.5)
@@ -48,6 +49,7 @@ Progress = Callable[[float, str], None]
 
 def settings(source: str, texts) -> dict:
     return {"model": source, "digest": digest(list(texts)), "texts": len(texts),
+            "head_texts": HEAD_TEXTS,
             "n_boot": N_BOOT, "seed": SEED, "fractions": list(FRACTIONS), "orders": ORDERS}
 
 
@@ -72,6 +74,14 @@ def compute(source: str, texts, progress: Progress | None = None) -> diskcache.R
     """Every frame of the page (module docstring), computed here; progress(fraction, stage)."""
     texts = list(texts)
     say = progress or (lambda fraction, stage: None)
+    frames = token_part(source, texts, lambda f, stage: say(0.65 * f, stage))
+    more, values = head_part(source, texts, lambda f, stage: say(0.65 + 0.35 * f, stage))
+    say(1.0, "done")
+    return diskcache.Record(frames={**frames, **more}, values=values)
+
+
+def token_part(source: str, texts, say: Progress) -> dict[str, pd.DataFrame]:
+    """tokens, agreement_words, agreement_all, faithfulness of every text."""
     model = M.load_model(source, trusted=True)
     for i, text in enumerate(texts):
         n = len(batch.ids_of(model, text))
@@ -80,42 +90,46 @@ def compute(source: str, texts, progress: Progress | None = None) -> diskcache.R
     frames = []
     parts = _chunks(model, texts)
     for step, part in enumerate(parts):
-        say(0.45 * step / len(parts), "tokens")
+        say(0.7 * step / len(parts), "tokens")
         frame = tokens_mod.token_importance(model, [texts[i] for i in part])
         frame["text"] = frame["text"].map(dict(enumerate(part)))
         frames.append(frame)
     tokens = pd.concat(frames, ignore_index=True)
-    say(0.45, "agreement")
+    say(0.7, "agreement")
     words = agreement_mod.agreement(tokens, words_only=True, n_boot=N_BOOT, seed=SEED)
     everything = agreement_mod.agreement(tokens, words_only=False, n_boot=N_BOOT, seed=SEED)
-    say(0.5, "faithfulness")
     faith = faith_mod.faithfulness(model, texts, FRACTIONS, table=tokens, n_boot=N_BOOT,
                                    seed=SEED,
-                                   progress=lambda f: say(0.5 + 0.15 * f, "faithfulness"))
-    say(0.65, "heads")
+                                   progress=lambda f: say(0.75 + 0.25 * f, "faithfulness"))
+    return {"tokens": tokens, "agreement_words": words, "agreement_all": everything,
+            "faithfulness": faith}
+
+
+def head_part(source: str, texts, say: Progress) -> tuple[dict[str, pd.DataFrame], dict]:
+    """heads (over the first HEAD_TEXTS texts), sharpness, pruning, sweep; and the values."""
+    model = M.load_model(source, trusted=True)
+    head_texts = list(texts)[:HEAD_TEXTS]
+    say(0.0, "heads")
     head_frames = []
-    for part in parts:
-        h = heads_mod.head_importance(model, [texts[i] for i in part])
+    for part in _chunks(model, head_texts):
+        h = heads_mod.head_importance(model, [head_texts[i] for i in part])
         head_frames.append(h.assign(_w=len(part)))
     heads = _weighted_mean(head_frames)
     sharp = pd.concat([curves.sharpness_agreement(heads, imp, s, n_boot=N_BOOT, seed=SEED)
                        for imp in ("ablation", "mean_ablation") if imp in heads
                        for s in ("max_weight", "entropy")], ignore_index=True)
-    say(0.75, "pruning")
+    say(0.4, "pruning")
     pruning = curves.pruning_with_band(model, heads, texts, orders=ORDERS, n_boot=N_BOOT,
                                        seed=SEED,
-                                       progress=lambda f: say(0.75 + 0.15 * f, "pruning"))
+                                       progress=lambda f: say(0.4 + 0.45 * f, "pruning"))
     sweeps = []
     for layer in range(model.layers):
-        say(0.9 + 0.1 * layer / model.layers, "sweep")
+        say(0.85 + 0.15 * layer / model.layers, "sweep")
         sweeps.append(curves.paired_sweep(model, texts, layer, n_boot=N_BOOT, seed=SEED))
-    say(1.0, "done")
-    return diskcache.Record(
-        frames={"tokens": tokens, "agreement_words": words, "agreement_all": everything,
-                "faithfulness": faith, "heads": heads, "sharpness": sharp, "pruning": pruning,
-                "sweep": pd.concat(sweeps, ignore_index=True)},
-        values={"model": model.name, "texts": len(texts), "layers": model.layers,
-                "head": model.head, "digest": digest(texts)})
+    values = {"model": model.name, "texts": len(texts), "head_texts": len(head_texts),
+              "layers": model.layers, "head": model.head, "digest": digest(list(texts))}
+    return ({"heads": heads, "sharpness": sharp, "pruning": pruning,
+             "sweep": pd.concat(sweeps, ignore_index=True)}, values)
 
 
 def _weighted_mean(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -151,12 +165,29 @@ def shipped_path() -> Path:
     return diskcache.path_for("importance", key(M.BUNDLED, shipped_texts()), SHIPPED)
 
 
+def _part(which: str, source: str, texts: list[str]):
+    """One half of compute in a process of its own (ship runs both at once)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+    def say(fraction: float, stage: str) -> None:
+        print(f"{which}: {100 * fraction:.0f}% {stage}", file=sys.stderr, flush=True)
+    return token_part(source, texts, say) if which == "tokens" else head_part(source, texts, say)
+
+
 def ship(progress: Progress | None = None) -> Path:
-    """Compute the default view afresh (never from a file) and write it into SHIPPED,
-    replacing older files."""
+    """Compute the default view afresh (never from a file), its two halves in two processes,
+    and write it into SHIPPED, replacing older files."""
+    from concurrent.futures import ProcessPoolExecutor
+
     texts = shipped_texts()
     path = shipped_path()
-    record = compute(M.BUNDLED, texts, progress)
+    with ProcessPoolExecutor(2) as pool:
+        tokens = pool.submit(_part, "tokens", M.BUNDLED, texts)
+        heads = pool.submit(_part, "heads", M.BUNDLED, texts)
+        frames, (more, values) = tokens.result(), heads.result()
+    record = diskcache.Record(frames={**frames, **more}, values=values)
     for old in SHIPPED.glob("*.zip"):
         if old != path:
             old.unlink()
@@ -166,18 +197,9 @@ def ship(progress: Progress | None = None) -> Path:
 
 def main() -> int:
     import torch
-    from tqdm import tqdm
 
     torch.set_num_threads(1)
-    bar = tqdm(total=100, unit="%")
-
-    def progress(fraction: float, stage: str) -> None:
-        bar.set_description(stage)
-        bar.n = round(100 * fraction)
-        bar.refresh()
-
-    path = ship(progress)
-    bar.close()
+    path = ship()
     print(f"shipped {path} ({path.stat().st_size / 1024:.0f} kB)")
     return 0
 

@@ -123,7 +123,7 @@ def draw_importance(spec) -> None:
     draw_faithfulness(frames["faithfulness"], language)
     sharp = frames["sharpness"]
     sharp = sharp[(sharp["importance"] == "ablation") & (sharp["sharpness"] == "max_weight")]
-    measured = int(record.values.get("texts", len(texts)))
+    measured = int(record.values.get("head_texts", len(texts)))      # heads: the first ones
     draw_heads(frames["heads"], sharp, measured, language)
     pruning = frames["pruning"]
     draw_pruning(pruning, language)
