@@ -78,11 +78,12 @@ class Server:
     use it for baselines); `cwd` runs another checkout of the app (bench/memory.py can measure
     an older commit that way)."""
 
-    def __init__(self, script: str | None = None, cwd: Path | str = ROOT) -> None:
+    def __init__(self, script: str | None = None, cwd: Path | str = ROOT,
+                 env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
-               "ATTENTION_EXPLORER_WARMUP": "1"}
+               "ATTENTION_EXPLORER_WARMUP": "1", **(env or {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(script or "app.py"),
              "--server.headless", "true",
@@ -125,6 +126,15 @@ def server():
 def fresh_server():
     """A server started for this test alone (deep links must work on a fresh server)."""
     srv = Server()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def local_server():
+    """A fresh server as a person starts it on their own machine (`make run`): model folders
+    load."""
+    srv = Server(env={"ATTENTION_EXPLORER_LOCAL_MODELS": "1"})
     yield srv
     srv.stop()
 

@@ -153,7 +153,7 @@ def test_the_bundled_loaded_model_matches_one_loaded_through_transformers():
     """models.load_model(BUNDLED) runs on attention.models.bert; the same folder through the
     transformers loader is the reference for everything the pages read of a run."""
     ours = M.load_model(M.BUNDLED)
-    ref = loading._load("folder", M.bundled_path())
+    ref = loading._load("folder", M.bundled_path(), M.bundled_path(), config.policy())
     assert type(ours.model) is bert.BertModel and type(ref.model) is not bert.BertModel
     for field in ("layers", "heads", "kv_heads", "d_head", "hidden", "is_causal", "max_tokens",
                   "params", "special_ids", "architecture", "head"):

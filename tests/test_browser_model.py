@@ -75,7 +75,7 @@ def test_deep_link_grid_table_and_click_to_pick(fresh_server, page):
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
 
-def test_a_link_with_your_own_model_and_interventions_reopens_the_view(fresh_server, page,
+def test_a_link_with_your_own_model_and_interventions_reopens_the_view(local_server, page,
                                                                          tmp_path):
     """A link naming a tiny GPT-2 folder, a head and an ablation, opened as a fresh server's
     first request: the sidebar shows the folder, the page the intervention's numbers (a link
@@ -86,7 +86,7 @@ def test_a_link_with_your_own_model_and_interventions_reopens_the_view(fresh_ser
     folder = build(tmp_path, ["gpt2"])["gpt2"]
     spec = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), source="pretrained",
                          model=str(folder), layer=1)
-    page.goto(f"{fresh_server.url}/Model_heads?{urlencode(spec.to_query())}"
+    page.goto(f"{local_server.url}/Model_heads?{urlencode(spec.to_query())}"
               f"&mh_layer=1&mh_head=2&mh_iv=ablate%3A1%3A2")
     page.wait_for_selector('[data-testid="stMetric"]', timeout=LOAD)
     settle(page)

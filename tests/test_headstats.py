@@ -51,18 +51,20 @@ def test_punctuation_tokens():
 
 
 def test_head_table_agrees_with_the_model_tensors():
-    from attention import pretrained
+    from attention.config import BUNDLED
+    from attention.models import runs
 
     text = "the cat sat on the mat, then it slept."
-    rep = pretrained.report(text)
-    tokens, w = rep.tokens, rep.weights                          # (6, 12, n, n)
+    run = runs.run(BUNDLED, text)
+    tokens, w = run.tokens, run.weights                          # (6, 12, n, n)
+    table = headstats.head_table(w, tokens)
     n = len(tokens)
-    assert len(rep.table) == 72
-    assert list(rep.table.columns) == ["layer", "head", *headstats.HEAD_COLUMNS]
+    assert len(table) == 72
+    assert list(table.columns) == ["layer", "head", *headstats.HEAD_COLUMNS]
     punct = [j for j, tok in enumerate(tokens) if tok in (",", ".")]
     sep = tokens.index("[SEP]")
     for layer, head in [(0, 0), (2, 7), (5, 11)]:
-        row = rep.table.set_index(["layer", "head"]).loc[(layer, head)]
+        row = table.set_index(["layer", "head"]).loc[(layer, head)]
         m = w[layer, head].tolist()
         ent = sum(-sum(p * math.log(p) for p in r if p > 0) for r in m) / n
         assert row.entropy == pytest.approx(ent, rel=1e-4)
@@ -74,8 +76,9 @@ def test_head_table_agrees_with_the_model_tensors():
         assert row.to_next == pytest.approx(sum(m[i][i + 1] for i in range(n - 1)) / (n - 1), rel=1e-5)
         assert row.to_self == pytest.approx(sum(m[i][i] for i in range(n)) / n, rel=1e-5)
     # rollout of the real heads: every R_l is row-stochastic
-    assert rep.rollout.shape == (6, n, n)
-    assert torch.allclose(rep.rollout.sum(-1), torch.ones(6, n), atol=1e-5)
+    r = rollout(w)
+    assert r.shape == (6, n, n)
+    assert torch.allclose(r.sum(-1), torch.ones(6, n), atol=1e-5)
 
 
 def test_value_weighted_norms_direct():

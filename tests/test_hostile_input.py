@@ -421,6 +421,7 @@ def test_hostile_input_on_the_importance_page(name, model, tiny, monkeypatch):
     from attention.ui.views import importance as importance_view
 
     monkeypatch.setattr(importance_view, "model_source", lambda spec: str(tiny[model]))
+    monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_MODELS", "1")      # a tiny model's folder
     case = next(c for c in CASES if c.name == name)
     if name == "at_token_limit":         # the tiny model reads 64 pieces
         case = replace(case, page_errors={IMPORTANCE: "models.too_long"})

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention.measures import heads as headstats
+from attention.measures.sinks import hide_sinks
 
 from attention.models import links as ivlink
 
@@ -101,24 +102,32 @@ def test_link_form_by_example_and_malformed_items():
 
 # ---- sinks ---------------------------------------------------------------------------------
 
-def test_sink_table_and_without_sinks_by_hand():
+def test_sink_table_and_hidden_sinks_by_hand():
     w = torch.tensor([[[[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]]]])  # (1, 1, 3, 3)
     special = torch.tensor([True, False, True])
     table = headstats.sink_table(w, special)
     assert table["to_first"].iloc[0] == pytest.approx((1 + 0.5 + 0.2) / 3)
     assert table["to_special"].iloc[0] == pytest.approx((1 + 0.5 + 0.7) / 3)
-    hidden = headstats.without_sinks(w, special)
-    torch.testing.assert_close(hidden[0, 0], torch.tensor([[1.0, 0, 0], [0, 1, 0], [0, 1, 0]]))
+    causal = torch.tensor([[True, False, False], [True, True, False], [True, True, True]])
+    hidden = hide_sinks(causal, special, (3, 3))
+    # rows keep their non-sink keys; the first row, left with none, keeps what it had
+    assert hidden.tolist() == [[True, False, False], [False, True, False], [False, True, False]]
+    logits = torch.tensor([[0.3, -1.0, 2.0]] * 3)                       # any logits
+    kept = torch.softmax(logits.masked_fill(~hidden, -torch.inf), -1)
+    full = torch.softmax(logits.masked_fill(~causal, -torch.inf), -1)
+    renormalised = full * hidden / (full * hidden).sum(-1, keepdim=True)  # the same, after
+    torch.testing.assert_close(kept, renormalised)
 
 
-def test_without_sinks_equals_the_models_hide_sinks_intervention():
-    """Layer 0 sees the same input with and without the intervention, so its renormalised
-    weights must equal what the forward computed with the sinks masked out."""
+def test_the_heads_reports_hidden_sinks_equal_the_models_hide_sinks_intervention():
+    """Layer 0 sees the same input with and without the intervention, so the report's weights
+    without sinks (recomputed from the captured q, k with the sink mask) must equal what the
+    forward computed with the sinks masked out."""
     from attention import models
+    from attention.models import runs
 
     m = models.load_model(models.BUNDLED)
     text = "the cat sat on the mat ."
-    plain = m.run(text)
+    shown = runs.heads_report(models.BUNDLED, text, hide_sinks=True).shown
     hidden = m.run(text, (models.Intervention("hide_sinks", layer=0),))
-    torch.testing.assert_close(headstats.without_sinks(plain.weights[0], plain.sinks),
-                               hidden.weights[0], atol=1e-6, rtol=0)
+    torch.testing.assert_close(shown[0], hidden.weights[0], atol=1e-6, rtol=0)

@@ -9,7 +9,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attention import pretrained
+from attention.config import BUNDLED
+from attention.models.loading import bundled_path, load_model
 from attention.measures.heads import HEAD_COLUMNS, SINK_COLUMNS
 from attention.spec import AttentionSpec
 from tests.apptest import chart_frames, comparison_cells, figures, grid_cells, open_page, open_part
@@ -27,8 +28,8 @@ def own_weights():
     (independent of the core): (layers, heads, n, n)."""
     from transformers import AutoModel
 
-    eager = AutoModel.from_pretrained(pretrained.model_path(), attn_implementation="eager").eval()
-    enc = pretrained.load().tokenizer(TEXT, return_tensors="pt")
+    eager = AutoModel.from_pretrained(bundled_path(), attn_implementation="eager").eval()
+    enc = load_model(BUNDLED).tokenizer(TEXT, return_tensors="pt")
     with torch.no_grad():
         out = eager(**enc, output_attentions=True)
     return torch.stack(out.attentions)[:, 0]
@@ -174,8 +175,8 @@ def own_value_norms():
     projection's head-7 columns, f(x) = (x W_V + b_V) W_O^h (Kobayashi et al. 2020): (n,)."""
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(pretrained.model_path()).eval()
-    enc = pretrained.load().tokenizer(TEXT, return_tensors="pt")
+    model = AutoModel.from_pretrained(bundled_path()).eval()
+    enc = load_model(BUNDLED).tokenizer(TEXT, return_tensors="pt")
     with torch.no_grad():
         x = model(**enc, output_hidden_states=True).hidden_states[3][0]        # (n, 384)
         attention = model.encoder.layer[3].attention

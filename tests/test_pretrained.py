@@ -1,4 +1,5 @@
-"""MiniLM heads recomputed through core.attention agree with the model's own outputs."""
+"""The bundled MiniLM through the one model path (attention.models.runs): its heads, computed by
+core.attention inside its forward, agree with transformers' own eager attention."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attention import config
 from attention import pretrained as P
+from attention.core import attention
+from attention.models import loading, runs
+from attention.models.loading import bundled_path, load_model
+
+BUNDLED = config.BUNDLED
 from attention.errors import UserError
 
 SENTENCES = [
@@ -21,16 +28,16 @@ SENTENCES = [
 @pytest.fixture(scope="module")
 def model():
     """The model, loaded once for the whole module (and the process)."""
-    return P.load()
+    return load_model(BUNDLED)
 
 
 @lru_cache(maxsize=1)
 def eager():
     """The same checkpoint loaded the ordinary way, with transformers' own eager attention
-    (P.load()'s model runs core.attention inside, so its output_attentions are ours)."""
+    (load_model's model runs core.attention inside, so its output_attentions are ours)."""
     from transformers import AutoModel
 
-    return AutoModel.from_pretrained(P.model_path(), attn_implementation="eager").eval()
+    return AutoModel.from_pretrained(bundled_path(), attn_implementation="eager").eval()
 
 
 def own_forward(model, text):
@@ -86,7 +93,7 @@ def test_layer_qkv_shapes_and_values(model):
     text = SENTENCES[1]
     _, _, captured = own_forward(model, text)
     for layer in (0, 5):
-        tokens, q, k, v = P.layer_qkv(text, layer)
+        tokens, q, k, v = runs.layer_inputs(BUNDLED, text, layer)
         n = len(tokens)
         assert q.shape == k.shape == v.shape == (12, n, 32)
         assert tokens.count("cat") == 2 and tokens.count("the") == 4
@@ -94,25 +101,25 @@ def test_layer_qkv_shapes_and_values(model):
             ref = captured[(layer, name)].view(n, 12, 32).transpose(0, 1)
             assert torch.allclose(got, ref, atol=1e-6)
     with pytest.raises(UserError) as err:
-        P.layer_qkv(text, 6)
-    assert err.value.key == "model.bad_layer"
+        runs.layer_inputs(BUNDLED, text, 6)
+    assert err.value.key == "models.bad_layer"
 
 
 def test_value_vectors_match_the_attention_output_dense(model):
     """sum_j alpha_ij f(x_j) summed over heads is the layer's attention output before b_O."""
     text = SENTENCES[0]
-    r = P.run(text)
+    r = runs.run(BUNDLED, text)
     layer = 2
     block = model.model.encoder.layer[layer]
-    res = P.attention(r.q[layer], r.k[layer], r.v[layer])               # (heads, n, d_head)
+    res = attention(r.q[layer], r.k[layer], r.v[layer])               # (heads, n, d_head)
     n = r.n
     context = res.output.transpose(0, 1).reshape(n, 12 * 32)            # (n, hidden)
     with torch.no_grad():
         ref = block.attention.output.dense(context) - block.attention.output.dense.bias
-    f = P.value_vectors(r, layer)                                       # (heads, n, hidden)
+    f = model.value_vectors(r, layer)                                       # (heads, n, hidden)
     mine = (res.weights @ f).sum(0)                                     # (n, hidden)
     assert torch.allclose(mine, ref, atol=1e-4)
-    alpha, norms, f_norm = P.value_weighted(text, layer, 3)
+    alpha, norms, f_norm = runs.value_weighted(BUNDLED, text, layer, 3)
     assert torch.allclose(alpha, res.weights[3])
     i, j = 1, 4
     assert math.isclose(f_norm[j].item(), f[3, j].norm().item(), rel_tol=1e-6)
@@ -121,23 +128,17 @@ def test_value_vectors_match_the_attention_output_dense(model):
 
 def test_too_long_text_is_a_user_error(model):
     with pytest.raises(UserError) as err:
-        P.run("word " * 600)
-    assert err.value.key == "model.too_long"
-    assert err.value.values == {"pieces": 602, "limit": 512}
+        runs.run(BUNDLED, "word " * 600)
+    assert err.value.key == "models.too_long"
+    assert err.value.values == {"pieces": 602, "limit": 512, "name": BUNDLED}
     assert "602" in str(err.value) and "512" in str(err.value)
-
-
-def test_padding_keys_are_masked():
-    mask = P.key_mask(torch.tensor([[1, 1, 0]]))
-    assert mask.tolist() == [[True, True, False]] * 3
-    assert P.key_mask(torch.tensor([[1, 1, 1]])) is None
 
 
 def test_model_loaded_once(model):
     P.attention_weights(SENTENCES[0])
-    P.layer_qkv(SENTENCES[2], 1)
-    assert P.load() is model
-    assert P.load.cache_info().misses == 1
+    runs.layer_inputs(BUNDLED, SENTENCES[2], 1)
+    assert load_model(BUNDLED) is model
+    assert loading._bundled.cache_info().misses == 1
 
 
 def test_transformers_is_not_imported_by_the_app_or_the_bundled_model():
@@ -154,8 +155,8 @@ def test_transformers_is_not_imported_by_the_app_or_the_bundled_model():
             "import attention.ui.views.model, attention.ui.views.upload\n"
             "import attention.charts.model\n"
             "assert 'transformers' not in sys.modules, 'transformers imported at start'\n"
-            "from attention import pretrained\n"
-            "pretrained.layer_qkv('a b', 0)\n"
+            "from attention.models import runs\n"
+            "runs.layer_inputs('all-MiniLM-L6-v2', 'a b', 0)\n"
             "assert 'transformers' not in sys.modules, 'transformers imported by MiniLM'\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -164,16 +165,15 @@ def test_transformers_is_not_imported_by_the_app_or_the_bundled_model():
 def test_kept_runs_are_bounded_by_bytes_not_by_count(model):
     """Eight long texts' runs were kept by count (0.4 GB of a server's peak); now the bytes
     of the kept runs stay within RUN_BYTES, the latest run stays, and a repeat is a hit."""
-    from attention import models
     from attention.bounded import nbytes
 
-    P.clear_runs()
+    runs.RUNS.clear()
     words = "the cat sat on a mat".split()
     texts = [" ".join(words[(i + s) % 6] for i in range(340)) for s in range(6)]   # 342 pieces
-    runs = [P.run(t) for t in texts]
-    one = nbytes(runs[0])
+    kept = [runs.run(BUNDLED, t) for t in texts]
+    one = nbytes(kept[0])
     assert one > 30 * 2**20                           # ~6 x 12 x 342^2 weights + q, k, v
-    assert models.RUNS.total <= models.RUN_BYTES < len(texts) * one
-    assert P.run(texts[-1]) is runs[-1]               # kept: the same object again
-    assert P.run(texts[0]) is not runs[0]             # the oldest was dropped, run again
-    torch.testing.assert_close(P.run(texts[0]).model_run.weights, runs[0].model_run.weights)
+    assert runs.RUNS.total <= config.RUN_BYTES < len(texts) * one
+    assert runs.run(BUNDLED, texts[-1]) is kept[-1]   # kept: the same object again
+    assert runs.run(BUNDLED, texts[0]) is not kept[0]  # the oldest was dropped, run again
+    torch.testing.assert_close(runs.run(BUNDLED, texts[0]).weights, kept[0].weights)
