@@ -1,11 +1,12 @@
 # Two entry points for a fresh clone (Python 3.11+, make, bash):
 #   make run    set up .venv and start the dashboard on http://localhost:8501
 #   make test   set up .venv (+ test tools and Debian's Chromium) and run every test
+#   make test-fast   everything but the browser and slow tests, in parallel (a few minutes)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test bench bench-quick browser clean
+.PHONY: run test test-fast bench bench-quick browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +27,15 @@ run: $(VENV)/.runtime
 browser:
 	bash scripts/install_chromium.sh
 
+# Every test: the unit and page tests in parallel, the browser tests (each starts its own
+# servers) one at a time, then every benchmark on small sizes, so one that no longer runs fails.
 test: $(VENV)/.dev browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 -m "not browser"
+	$(BIN)/python -m pytest -m browser
+	$(BIN)/python -m bench --quick
+
+test-fast: $(VENV)/.dev
+	$(BIN)/python -m pytest -n 2 -m "not browser and not slow"
 
 # Every benchmark at full size (10-20 min; ratios against baselines run alongside).
 bench: $(VENV)/.dev browser
