@@ -88,22 +88,19 @@ def mean_outputs(model: M.LoadedModel, items: list[Item]) -> torch.Tensor:
 
 def head_gradient(model: M.LoadedModel, it: Item) -> torch.Tensor:
     """(layers, heads) |d log p / d xi| (one backward), or ||d e / d xi_h|| for a sentence
-    model (forward mode: batch elements are heads, each with its own gate's tangent)."""
+    model (forward mode: per layer, one copy per head from that layer's output projection
+    on, each with its own gate's tangent)."""
     batch = batch_of([it.read])
-    lh = model.layers * model.heads
-    if it.target.kind == "embedding":
-        out = torch.empty(lh)
-        for part in chunks(lh, len(it.read)):
-            c = part.stop - part.start
-            tangent = torch.zeros(c, lh)
-            tangent[torch.arange(c), torch.arange(part.start, part.stop)] = 1.0
+    if it.target.kind == "embedding":    # per layer: below it once, above it one copy per head
+        out = []
+        copies = _copies(batch, model.heads)
+        for layer in range(model.layers):
             with fwAD.dual_level():
-                gate = fwAD.make_dual(torch.ones(c, model.layers, model.heads),
-                                      tangent.view(c, model.layers, model.heads))
-                _, last = forward(model, _copies(batch, c), gate=gate)
-                e = F.normalize(pooled(last, _copies(batch, c).real), dim=-1)
-                out[part] = fwAD.unpack_dual(e).tangent.norm(dim=-1)
-        return out.view(model.layers, model.heads)
+                rows = fwAD.make_dual(torch.ones(model.heads, model.heads), torch.eye(model.heads))
+                _, last = forward(model, batch, expand=(layer, rows))
+                e = F.normalize(pooled(last, copies.real), dim=-1)     # (heads, hidden)
+                out.append(fwAD.unpack_dual(e).tangent.norm(dim=-1))
+        return torch.stack(out)                                        # (layers, heads)
     gate = torch.ones(model.layers, model.heads, requires_grad=True)
     logits, last = forward(model, batch, gate=gate, grad=True)
     y = T.values(model, it.target, logits, last, batch, _where(it, 1))[0]
