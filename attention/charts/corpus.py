@@ -33,7 +33,7 @@ def head_grid(summary: pd.DataFrame, stat: str, labels: dict[str, str]) -> alt.C
     rings = base.transform_filter("datum.fixed").mark_point(
         shape="circle", size=60, filled=False, color="#e6550d", strokeWidth=1.5).encode(
         tooltip=tooltip)
-    return (cells + rings).properties(width=12 * 34, height=6 * 30, title=labels["title"])
+    return (cells + rings).properties(width="container", height=6 * 60, title=labels["title"])
 
 
 def qk_map(points: pd.DataFrame, link: str, colour: str, labels: dict[str, str]) -> alt.Chart:

@@ -114,7 +114,7 @@ def _draw_stats(summary: pd.DataFrame) -> None:
     labels = {k: t(f"corpus_page.{k}") for k in
               ("layer", "head", "mean", "lo", "hi", "cv", "pattern", "fixed", "yes", "no")}
     labels["title"] = t("corpus_page.grid_title", stat=t(f"model.col_{stat}"))
-    draw_chart(head_grid(summary, stat, labels), width="content")
+    draw_chart(head_grid(summary, stat, labels), width="stretch")
     fixed = int(summary["fixed"].sum())
     st.markdown(t("corpus_page.fixed_count", fixed=fixed, total=len(summary),
                   varies=len(summary) - fixed, cv=results.FIXED_CV))
