@@ -17,6 +17,9 @@ from attention.corpus.compute import Settings
 INSTALL = ('--engine ray needs Ray, which is not installed: pip install -r requirements-scale.txt '
            '(or pip install "ray[data]==2.60.0").')
 
+NO_CLUSTER = ("Ray could not start or join {where} ({error}); check the address, or run with "
+              "--engine local.")
+
 
 def check_ray() -> None:
     from attention.corpus.job import Refused
@@ -73,10 +76,16 @@ def run_ray(model_source: str, out: Path, texts: list[str], pending: list[int],
         return
     started_here = False
     if not ray.is_initialized():
-        if address:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        from attention.corpus.job import Refused
+
+        try:
+            if address:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        except Exception as err:  # noqa: BLE001 - no cluster at the address, a node that timed out
+            raise Refused(NO_CLUSTER.format(where=address or "a local Ray node",
+                                            error=type(err).__name__)) from err
         started_here = True
     try:
         ctx = ray.data.DataContext.get_current()
