@@ -34,7 +34,7 @@ import torch
 from bench.timing import print_table, row
 
 MODULES = ["core", "analysis", "threads", "apptest_rerun", "browser_heatmap", "renders",
-           "cold_link", "pretrained", "models", "experiment", "importance", "memory", "qkmap"]
+           "cold_link", "pretrained", "models", "experiment", "importance", "memory", "qkmap", "corpus"]
 
 
 def _takes_quick(fn) -> bool:
