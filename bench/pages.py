@@ -2,9 +2,8 @@
 model_page.py, memory.py): the app's servers, the bare baseline page, the links they open and
 the click they time. Kept apart from the modules that use them so none imports another.
 
-    server(script=None, warmup=True)  `streamlit run app.py` (or `script`) on a free port,
-                                      ATTENTION_EXPLORER_WARMUP as asked (tests.conftest.Server
-                                      always turns it on)
+    server(script=None, warmup=True)  `streamlit run app.py` (or `script`) on a free port
+                                      (tests.conftest.Server), ATTENTION_EXPLORER_WARMUP as asked
     BARE                              the bare page: a title, one picker, one small chart
     spec_url(base, path, n)           a page of the app with an n-token spec
     context(browser)                  a new browser context with bench/browser.py's probe
@@ -14,9 +13,6 @@ the click they time. Kept apart from the modules that use them so none imports a
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from urllib.parse import urlencode
@@ -54,55 +50,13 @@ st.altair_chart(chart)
 '''
 
 
-class _Server:
-    """tests.conftest.Server's interface (url, port, proc, healthy, stop) with the warm-up
-    chosen by the caller."""
-
-    def __init__(self, script: str | None, cwd, warmup: bool) -> None:
-        from tests.conftest import free_port
-
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
-               WARMUP_ENV: "1" if warmup else "0"}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(script or "app.py"),
-             "--server.headless", "true",
-             "--server.port", str(self.port), "--server.address", "127.0.0.1"],
-            cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60
-        while not self.healthy():
-            if self.proc.poll() is not None or time.time() > deadline:
-                self.stop()
-                raise RuntimeError(f"streamlit run {script or 'app.py'} did not start")
-            time.sleep(0.2)
-
-    def healthy(self) -> bool:
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-
 def server(script: str | None = None, cwd=ROOT, warmup: bool = True):
     """`streamlit run app.py` (or `script`) as a user starts it; warmup=False is the app with
     ATTENTION_EXPLORER_WARMUP=0 (no warm-up thread, no prefetching: what `streamlit run
     app.py` was before the pages started them)."""
-    if warmup:
-        from tests.conftest import Server
+    from tests.conftest import Server
 
-        return Server(script, cwd=cwd)
-    return _Server(script, cwd, warmup)
+    return Server(script, cwd=cwd, env={WARMUP_ENV: "1" if warmup else "0"})
 
 
 def launch(p):
