@@ -174,11 +174,11 @@ def test_seeded_and_fast_enough_for_a_page():
     for family in ("flow", "norm", "attention_mean"):
         for layer in range(6):
             table[f"{family}_{layer}"] = np.random.default_rng(layer).random(len(table))
-    start = time.perf_counter()
+    start = time.process_time()            # CPU time: a busy machine does not count
     got = agreement(table, n_boot=1000)
-    took = time.perf_counter() - start
+    took = time.process_time() - start
     assert len(got) >= 40
-    assert took < 30, f"{took:.1f} s for 300 texts x {len(got)} rows x 1000 resamples"
+    assert took < 20, f"{took:.1f} s for 300 texts x {len(got)} rows x 1000 resamples"
     again = agreement(table, n_boot=1000)
     pd.testing.assert_frame_equal(got, again)
 

@@ -10,7 +10,8 @@ without a layer suffix (gradient, integrated_gradients, occlusion when it is not
 ...) has layer NaN. The bare `rollout` / `flow` (copies of the last layer) and diagnostics
 (ig_gap, ...) are not methods. Baselines are rows of the same table:
 
-    random             uniform scores, seeded (default_rng([seed, 2]), one per row of `table`)
+    random             uniform scores, seeded per text (default_rng([seed, 2, text]), one per
+                       piece in table order)
     position_start     distance from the start of the text (the piece's position)
     position_end       distance from the end (last position of the text - position)
     inverse_frequency  -log(count of the piece's string over the whole table)
@@ -85,7 +86,13 @@ def split_name(name: str) -> tuple[str, float]:
 def with_baselines(table: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """`table` plus the baseline columns (module docstring)."""
     out = table.copy()
-    out["random"] = np.random.default_rng([seed, 2]).random(len(out))
+    codes = out["text"].to_numpy()
+    order = np.argsort(codes, kind="stable")
+    cuts = np.flatnonzero(np.diff(codes[order])) + 1
+    scores = np.empty(len(out))
+    for rows in np.split(order, cuts) if len(order) else []:
+        scores[rows] = np.random.default_rng([seed, 2, int(codes[rows[0]])]).random(len(rows))
+    out["random"] = scores
     if "position" in out:
         position = out["position"].astype(float)
         out["position_start"] = position

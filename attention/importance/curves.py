@@ -116,19 +116,18 @@ def _points(count: int, steps: int = STEPS) -> list[int]:
 
 def pruning_with_band(model: M.LoadedModel, heads: pd.DataFrame, texts, *, by: str = "ablation",
                       orders: int = ORDERS, n_boot: int = 1000, seed: int = 0,
-                      steps: int = STEPS,
+                      steps: int = STEPS, randoms: np.ndarray | None = None,
                       progress: Callable[[float], None] | None = None) -> pd.DataFrame:
     """Heads removed least important first (`heads[by]` ascending, as heads.pruning_curve),
     and in `orders` random orders (rng default_rng([seed, 3]), one permutation each).
     One row per number removed: removed, metric, ci_low, ci_high (the metric's bootstrap
     interval at that point), random_mean, random_low, random_high (mean and 2.5 / 97.5
-    percentiles of the metric over the random orders), orders, metric_name."""
+    percentiles of the metric over the random orders), orders, metric_name. randoms: the
+    random orders' metrics (orders, points) when computed apart (random_curves)."""
     units = Units(model, texts, n_boot=n_boot, seed=seed)
-    table = heads[["layer", "head"]].to_numpy()
     ranked = heads.sort_values(by, kind="stable")[["layer", "head"]].to_numpy()
-    rng = np.random.default_rng([seed, 3])
-    shuffles = [table[rng.permutation(len(table))] for _ in range(orders)]
-    points = _points(len(table), steps)
+    shuffles = random_orders(model, orders, seed)
+    points = _points(len(ranked), steps)
     total = (orders + 1) * len(points)
     done = 0
 
@@ -143,17 +142,46 @@ def pruning_with_band(model: M.LoadedModel, heads: pd.DataFrame, texts, *, by: s
             progress(done / total)
         return got
 
+    if randoms is None:
+        randoms = np.array([[units.value(measure(order, k)) for k in points]
+                            for order in shuffles])                     # (orders, points)
     rows = []
-    for k in points:
+    for p, k in enumerate(points):
         own = measure(ranked, k)
         low, high = _interval(units.boot(own))
-        randoms = np.array([units.value(measure(order, k)) for order in shuffles])
+        values = randoms[:, p]
         rows.append({"removed": k, "metric": units.value(own), "ci_low": low, "ci_high": high,
-                     "random_mean": float(randoms.mean()),
-                     "random_low": float(np.percentile(randoms, 2.5)),
-                     "random_high": float(np.percentile(randoms, 97.5)),
-                     "orders": orders, "metric_name": units.name})
+                     "random_mean": float(values.mean()),
+                     "random_low": float(np.percentile(values, 2.5)),
+                     "random_high": float(np.percentile(values, 97.5)),
+                     "orders": len(values), "metric_name": units.name})
     return pd.DataFrame(rows)
+
+
+def random_orders(model: M.LoadedModel, orders: int, seed: int = 0) -> list[np.ndarray]:
+    """The random head orders of pruning_with_band: (layer, head) rows, layer-major table
+    permuted by default_rng([seed, 3]), one permutation per order."""
+    table = np.array([(layer, head) for layer in range(model.layers)
+                      for head in range(model.heads)])
+    rng = np.random.default_rng([seed, 3])
+    return [table[rng.permutation(len(table))] for _ in range(orders)]
+
+
+def random_curves(model: M.LoadedModel, texts, which, *, orders: int = ORDERS, seed: int = 0,
+                  steps: int = STEPS) -> np.ndarray:
+    """The metric of random orders `which` (indices into random_orders) at every point:
+    (len(which), points), so the band can be computed in parts."""
+    units = Units(model, texts, n_boot=1, seed=seed)
+    shuffles = random_orders(model, orders, seed)
+    points = _points(model.layers * model.heads, steps)
+    out = np.empty((len(which), len(points)))
+    for i, o in enumerate(which):
+        for p, k in enumerate(points):
+            gate = torch.ones(model.layers, model.heads)
+            for layer, head in shuffles[o][:k]:
+                gate[int(layer), int(head)] = 0.0
+            out[i, p] = units.value(units(gate=gate)[0])
+    return out
 
 
 # ---------------------------------------------------------------------------- temperature

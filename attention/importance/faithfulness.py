@@ -88,12 +88,26 @@ def faithfulness(model, texts, fractions=FRACTIONS, table: pd.DataFrame | None =
         from attention.importance import token_importance
 
         table = token_importance(model, texts)
+    value, methods = per_text(model, texts, fractions, table, seed=seed, progress=progress,
+                              changes=changes)
+    return summarise(value, methods, fractions, n_boot=n_boot, seed=seed)
+
+
+def per_text(model, texts, fractions, table: pd.DataFrame, *, seed: int = 0, which=None,
+             progress=None, changes=None) -> tuple[np.ndarray, list[str]]:
+    """(value (texts, methods, fractions) of each text's change, NaN where left out; the
+    methods). which: the text indices to measure (None = all; the others stay NaN), so a
+    corpus can be measured in parts and the parts' values combined."""
+    texts = list(texts)
     changes = changes or _target_changes
     full = with_baselines(table, seed)
     methods = methods_of(table, against="") + [b for b in BASELINES if b in full]
     t_count = len(texts)
     value = np.full((t_count, len(methods), len(fractions)), np.nan)   # change per text
-    for t, (index, rows) in enumerate(full.groupby("text", sort=True)):
+    wanted = None if which is None else set(int(i) for i in which)
+    groups = [(i, g) for i, g in full.groupby("text", sort=True)
+              if wanted is None or int(i) in wanted]
+    for t, (index, rows) in enumerate(groups):
         rows = rows.sort_values("position")
         removable = ~rows["special"].astype(bool).to_numpy()
         if "occlusion" in rows:
@@ -116,8 +130,8 @@ def faithfulness(model, texts, fractions=FRACTIONS, table: pd.DataFrame | None =
                 if got is not None:
                     value[int(index), m] = [measured[sets[s]] for s in got]
         if progress is not None:
-            progress((t + 1) / max(t_count, 1))
-    return summarise(value, methods, fractions, n_boot=n_boot, seed=seed)
+            progress((t + 1) / max(len(groups), 1))
+    return value, methods
 
 
 def _ids(model, text: str, rows: pd.DataFrame) -> list[int]:

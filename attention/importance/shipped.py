@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from attention import config
@@ -35,8 +36,10 @@ faith_mod = importlib.import_module("attention.importance.faithfulness")
 
 SHIPPED = config.DATA / "importance"
 SHIPPED_CORPUS = "bundled:en"
-PAGE_TEXTS = 100                 # texts of a corpus the page measures (the first ones)
-HEAD_TEXTS = 40                  # of those, the texts head importance is averaged over
+PAGE_TEXTS = 40                  # texts of a corpus the page measures (the first ones)
+HEAD_TEXTS = 20                  # of those, the texts head importance is averaged over
+TOKEN_CHUNK, HEAD_CHUNK, ORDER_CHUNK, LAYER_CHUNK = 10, 5, 5, 3     # texts, orders, layers a part
+PRUNING_STEPS = 6                # points of the pruning curve past 0
 N_BOOT = 1000
 SEED = 0
 FRACTIONS = (0.1, 0.2, 0.3, 0.5)
@@ -49,7 +52,8 @@ Progress = Callable[[float, str], None]
 
 def settings(source: str, texts) -> dict:
     return {"model": source, "digest": digest(list(texts)), "texts": len(texts),
-            "head_texts": HEAD_TEXTS,
+            "head_texts": HEAD_TEXTS, "chunks": [TOKEN_CHUNK, HEAD_CHUNK, ORDER_CHUNK],
+            "steps": PRUNING_STEPS,
             "n_boot": N_BOOT, "seed": SEED, "fractions": list(FRACTIONS), "orders": ORDERS}
 
 
@@ -71,65 +75,105 @@ def _chunks(model, texts) -> list[list[int]]:
 
 
 def compute(source: str, texts, progress: Progress | None = None) -> diskcache.Record:
-    """Every frame of the page (module docstring), computed here; progress(fraction, stage)."""
+    """Every frame of the page (module docstring), computed here in this process, part after
+    part (ship runs the same parts at once); progress(fraction, stage)."""
     texts = list(texts)
     say = progress or (lambda fraction, stage: None)
-    frames = token_part(source, texts, lambda f, stage: say(0.65 * f, stage))
-    more, values = head_part(source, texts, lambda f, stage: say(0.65 + 0.35 * f, stage))
+    parts = plan(source, texts)
+    done = {}
+    for phase in (1, 2):
+        jobs = [j for j in parts if j[0] == phase]
+        for i, job in enumerate(jobs):
+            say((0.8 * i / len(jobs)) if phase == 1 else 0.8 + 0.2 * i / len(jobs), job[1])
+            done[job[1:3]] = run_job(job, source, texts, done if phase == 2 else None)
     say(1.0, "done")
-    return diskcache.Record(frames={**frames, **more}, values=values)
+    return assemble(source, texts, done)
 
 
-def token_part(source: str, texts, say: Progress) -> dict[str, pd.DataFrame]:
-    """tokens, agreement_words, agreement_all, faithfulness of every text."""
+def plan(source: str, texts) -> list[tuple]:
+    """The parts of the computation: (phase, stage, index, argument). Phase 1 needs nothing;
+    phase 2 the token table (faithfulness) and the heads (the importance order)."""
     model = M.load_model(source, trusted=True)
     for i, text in enumerate(texts):
         n = len(batch.ids_of(model, text))
         if n > tokens_mod.MAX_PIECES:
             raise ValueError(f"text {i + 1} has {n} pieces (at most {tokens_mod.MAX_PIECES})")
-    frames = []
-    parts = _chunks(model, texts)
-    for step, part in enumerate(parts):
-        say(0.7 * step / len(parts), "tokens")
-        frame = tokens_mod.token_importance(model, [texts[i] for i in part])
-        frame["text"] = frame["text"].map(dict(enumerate(part)))
-        frames.append(frame)
-    tokens = pd.concat(frames, ignore_index=True)
-    say(0.7, "agreement")
+    n = len(texts)
+    token_parts = [list(range(s, min(n, s + TOKEN_CHUNK))) for s in range(0, n, TOKEN_CHUNK)]
+    heads_n = min(n, HEAD_TEXTS)
+    head_parts = [list(range(s, min(heads_n, s + HEAD_CHUNK)))
+                  for s in range(0, heads_n, HEAD_CHUNK)]
+    order_parts = [list(range(s, min(ORDERS, s + ORDER_CHUNK)))
+                   for s in range(0, ORDERS, ORDER_CHUNK)]
+    layer_parts = [list(range(s, min(model.layers, s + LAYER_CHUNK)))
+                   for s in range(0, model.layers, LAYER_CHUNK)]
+    return ([(1, "tokens", i, p) for i, p in enumerate(token_parts)]
+            + [(1, "heads", i, p) for i, p in enumerate(head_parts)]
+            + [(1, "pruning", i, p) for i, p in enumerate(order_parts)]
+            + [(1, "sweep", i, p) for i, p in enumerate(layer_parts)]
+            + [(2, "faithfulness", i, p) for i, p in enumerate(token_parts)]
+            + [(2, "order", 0, None)])
+
+
+def run_job(job: tuple, source: str, texts, done: dict | None = None):
+    """One part of plan (in any process): its frame or array."""
+    import torch
+
+    torch.set_num_threads(1)
+    _, stage, _, arg = job
+    model = M.load_model(source, trusted=True)
+    if stage == "tokens":
+        frame = tokens_mod.token_importance(model, [texts[i] for i in arg])
+        frame["text"] = frame["text"].map(dict(enumerate(arg)))
+        return frame
+    if stage == "heads":
+        return heads_mod.head_importance(model, [texts[i] for i in arg]).assign(_w=len(arg))
+    if stage == "pruning":
+        return curves.random_curves(model, texts, arg, orders=ORDERS, seed=SEED,
+                                    steps=PRUNING_STEPS)
+    if stage == "sweep":
+        return pd.concat([curves.paired_sweep(model, texts, layer, n_boot=N_BOOT, seed=SEED)
+                          for layer in arg], ignore_index=True)
+    tokens, heads = _tokens(done), _heads(done)
+    if stage == "faithfulness":
+        return faith_mod.per_text(model, texts, FRACTIONS, tokens, seed=SEED, which=arg)
+    randoms = np.concatenate([v for k, v in sorted(done.items()) if k[0] == "pruning"])
+    return curves.pruning_with_band(model, heads, texts, orders=ORDERS, n_boot=N_BOOT,
+                                    seed=SEED, steps=PRUNING_STEPS, randoms=randoms)
+
+
+def _tokens(done: dict) -> pd.DataFrame:
+    return pd.concat([v for k, v in sorted(done.items()) if k[0] == "tokens"],
+                     ignore_index=True)
+
+
+def _heads(done: dict) -> pd.DataFrame:
+    return _weighted_mean([v for k, v in sorted(done.items()) if k[0] == "heads"])
+
+
+def assemble(source: str, texts, done: dict) -> diskcache.Record:
+    """The record from the parts' results."""
+    model = M.load_model(source, trusted=True)
+    tokens, heads = _tokens(done), _heads(done)
     words = agreement_mod.agreement(tokens, words_only=True, n_boot=N_BOOT, seed=SEED)
     everything = agreement_mod.agreement(tokens, words_only=False, n_boot=N_BOOT, seed=SEED)
-    faith = faith_mod.faithfulness(model, texts, FRACTIONS, table=tokens, n_boot=N_BOOT,
-                                   seed=SEED,
-                                   progress=lambda f: say(0.75 + 0.25 * f, "faithfulness"))
-    return {"tokens": tokens, "agreement_words": words, "agreement_all": everything,
-            "faithfulness": faith}
-
-
-def head_part(source: str, texts, say: Progress) -> tuple[dict[str, pd.DataFrame], dict]:
-    """heads (over the first HEAD_TEXTS texts), sharpness, pruning, sweep; and the values."""
-    model = M.load_model(source, trusted=True)
-    head_texts = list(texts)[:HEAD_TEXTS]
-    say(0.0, "heads")
-    head_frames = []
-    for part in _chunks(model, head_texts):
-        h = heads_mod.head_importance(model, [head_texts[i] for i in part])
-        head_frames.append(h.assign(_w=len(part)))
-    heads = _weighted_mean(head_frames)
+    parts = [v for k, v in sorted(done.items()) if k[0] == "faithfulness"]
+    value = parts[0][0].copy()
+    for other, _ in parts[1:]:
+        value = np.where(np.isnan(value), other, value)
+    faith = faith_mod.summarise(value, parts[0][1], FRACTIONS, n_boot=N_BOOT, seed=SEED)
     sharp = pd.concat([curves.sharpness_agreement(heads, imp, s, n_boot=N_BOOT, seed=SEED)
                        for imp in ("ablation", "mean_ablation") if imp in heads
                        for s in ("max_weight", "entropy")], ignore_index=True)
-    say(0.4, "pruning")
-    pruning = curves.pruning_with_band(model, heads, texts, orders=ORDERS, n_boot=N_BOOT,
-                                       seed=SEED,
-                                       progress=lambda f: say(0.4 + 0.45 * f, "pruning"))
-    sweeps = []
-    for layer in range(model.layers):
-        say(0.85 + 0.15 * layer / model.layers, "sweep")
-        sweeps.append(curves.paired_sweep(model, texts, layer, n_boot=N_BOOT, seed=SEED))
-    values = {"model": model.name, "texts": len(texts), "head_texts": len(head_texts),
-              "layers": model.layers, "head": model.head, "digest": digest(list(texts))}
-    return ({"heads": heads, "sharpness": sharp, "pruning": pruning,
-             "sweep": pd.concat(sweeps, ignore_index=True)}, values)
+    sweep = pd.concat([v for k, v in sorted(done.items()) if k[0] == "sweep"],
+                      ignore_index=True)
+    values = {"model": model.name, "texts": len(texts),
+              "head_texts": min(len(texts), HEAD_TEXTS), "layers": model.layers,
+              "head": model.head, "digest": digest(list(texts))}
+    return diskcache.Record(frames={
+        "tokens": tokens, "agreement_words": words, "agreement_all": everything,
+        "faithfulness": faith, "heads": heads, "sharpness": sharp,
+        "pruning": done[("order", 0)], "sweep": sweep}, values=values)
 
 
 def _weighted_mean(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -165,29 +209,28 @@ def shipped_path() -> Path:
     return diskcache.path_for("importance", key(M.BUNDLED, shipped_texts()), SHIPPED)
 
 
-def _part(which: str, source: str, texts: list[str]):
-    """One half of compute in a process of its own (ship runs both at once)."""
-    import torch
-
-    torch.set_num_threads(1)
-
-    def say(fraction: float, stage: str) -> None:
-        print(f"{which}: {100 * fraction:.0f}% {stage}", file=sys.stderr, flush=True)
-    return token_part(source, texts, say) if which == "tokens" else head_part(source, texts, say)
+def _job(job, source, texts, done):
+    got = run_job(job, source, texts, done)
+    print(f"done: {job[1]} {job[2]}", file=sys.stderr, flush=True)
+    return got
 
 
-def ship(progress: Progress | None = None) -> Path:
-    """Compute the default view afresh (never from a file), its two halves in two processes,
+def ship(workers: int = 14) -> Path:
+    """Compute the default view afresh (never from a file), its parts in `workers` processes,
     and write it into SHIPPED, replacing older files."""
     from concurrent.futures import ProcessPoolExecutor
 
     texts = shipped_texts()
+    parts = plan(M.BUNDLED, texts)
+    done = {}
+    with ProcessPoolExecutor(workers) as pool:
+        for phase in (1, 2):
+            jobs = [j for j in parts if j[0] == phase]
+            futures = {j[1:3]: pool.submit(_job, j, M.BUNDLED, texts,
+                                           done if phase == 2 else None) for j in jobs}
+            done.update({k: f.result() for k, f in futures.items()})
+    record = assemble(M.BUNDLED, texts, done)
     path = shipped_path()
-    with ProcessPoolExecutor(2) as pool:
-        tokens = pool.submit(_part, "tokens", M.BUNDLED, texts)
-        heads = pool.submit(_part, "heads", M.BUNDLED, texts)
-        frames, (more, values) = tokens.result(), heads.result()
-    record = diskcache.Record(frames={**frames, **more}, values=values)
     for old in SHIPPED.glob("*.zip"):
         if old != path:
             old.unlink()
