@@ -176,3 +176,15 @@ def test_sweep_differences_are_paired_intervals(lang):
     assert fmt(0.06) in text and fmt(-0.005) in text and fmt(0.123) in text
     clear = _by_key(conclusions(sweep=sweep(0.01)), lang)
     assert "c_sweep_sharper" in clear and fmt(0.01) in clear["c_sweep_sharper"][0]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_pruning_cannot_tell_when_every_head_stays_inside_the_interval(lang):
+    pruning = pd.DataFrame({"removed": [0, 36, 72], "metric": [0.71, 0.64, 0.54],
+                            "ci_low": [0.52, 0.44, 0.36], "ci_high": [0.87, 0.81, 0.73],
+                            "random_mean": [0.71, 0.65, 0.54], "random_low": 0.5,
+                            "random_high": 0.8, "orders": 20, "metric_name": "ranking_accuracy"})
+    (c,) = conclusions(pruning=pruning)
+    assert c.key == "c_pruning_null"
+    text = c.text(lang)
+    assert CANNOT[lang] in text and fmt(0.54) in text and fmt(0.52) in text and "72" in text

@@ -242,10 +242,13 @@ def pruning_conclusions(pruning: pd.DataFrame) -> list[Conclusion]:
             k = int(removed)
         return k
 
-    return [Conclusion("c_pruning", (
-        ("kept", str(kept(rows["metric"]))), ("random_kept", str(kept(rows["random_mean"]))),
+    own = kept(rows["metric"])
+    key = "c_pruning_null" if own >= total else "c_pruning"
+    return [Conclusion(key, (
+        ("kept", str(own)), ("random_kept", str(kept(rows["random_mean"]))),
         ("total", str(total)), ("full", fmt(full["metric"])), ("low", fmt(full["ci_low"])),
         ("high", fmt(full["ci_high"])), ("orders", str(int(full.get("orders", 0)))),
+        ("last", fmt(rows["metric"].iloc[-1])),
         ("metric", Label("metric_" + str(full["metric_name"])))))]
 
 
