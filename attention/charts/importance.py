@@ -45,7 +45,8 @@ def interval_chart(frame: pd.DataFrame, lang: str, *, x_title: str, value: str =
                    y: str = "label", y_title: str | None = None) -> alt.Chart:
     """One row per entry of `frame` (label, value, ci_low, ci_high, null_low, null_high):
     a grey bar for the null band, a black bar for the interval, a point for the value."""
-    data = frame.dropna(subset=[value, "ci_low", "ci_high"]).copy()
+    data = frame.dropna(subset=[value, "ci_low", "ci_high"])
+    data = data[[y, value, "ci_low", "ci_high", "null_low", "null_high"]].copy()  # no NaN layer
     data["null_low"] = data["null_low"].fillna(data[value])
     data["null_high"] = data["null_high"].fillna(data[value])
     sort = list(dict.fromkeys(data[y]))
@@ -88,7 +89,8 @@ def faithfulness_chart(faith: pd.DataFrame, lang: str, methods=None) -> alt.Char
         data = data[[(m, None if math.isnan(layer) else int(layer)) in methods
                      for m, layer in zip(data["method"], data["layer"])]]
     data = data.dropna(subset=["change", "ci_low", "ci_high"])
-    data = data.assign(dash=data["method"] == "random")
+    data = data.assign(dash=data["method"] == "random")[
+        ["label", "fraction", "change", "ci_low", "ci_high", "aopc", "dash"]]   # no NaN layer
     base = alt.Chart(data).encode(
         x=alt.X("fraction:Q", title=_t(lang, "axis_fraction"), axis=alt.Axis(format="%")),
         color=alt.Color("label:N", title=_t(lang, "axis_method"),
