@@ -10,8 +10,11 @@ bundled model ship with the code (attention/data/importance/), read under the sa
     python -m attention.importance.shipped          # remake the shipped file (also
     python scripts/ship_importance.py                 # scripts/ship_importance.py)
 
-The page's corpus is the first PAGE_TEXTS texts of the chosen source (the count is stated on
-the page): the whole bundled:en (390 sentences) takes about half an hour on one CPU thread.
+The page's corpus is the first PAGE_TEXTS texts of the chosen source, head importance the
+first HEAD_TEXTS of those (both stated on the page): on one busy CPU, 100 texts took longer
+than a visitor (or this repository's shipping run) can wait. `ship` runs the parts of plan()
+in parallel processes (about 10 minutes on 2 shared CPUs); `compute` runs the same parts one
+after another, so both give the same frames.
 """
 from __future__ import annotations
 
