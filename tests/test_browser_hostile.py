@@ -155,11 +155,12 @@ def check_scores(page) -> None:
 
 def check_model(page) -> None:
     """The pieces as plain text, and a piece as the value norms' label under its bar."""
-    from attention import pretrained
+    from attention.config import BUNDLED
+    from attention.models.loading import load_model
     from attention.charts.heatmap import clip_label
 
-    ids = pretrained.load().tokenizer(" ".join(HOSTILE))["input_ids"]
-    pieces = pretrained.load().tokenizer.convert_ids_to_tokens(ids)
+    ids = load_model(BUNDLED).tokenizer(" ".join(HOSTILE))["input_ids"]
+    pieces = load_model(BUNDLED).tokenizer.convert_ids_to_tokens(ids)
     code = page.locator('[data-testid="stMain"] [data-testid="stText"]').first
     eventually(page, lambda: code.inner_text().strip() == " ".join(pieces))  # pieces, as text
     labels = page.locator(f"{FIGURES} .ae-xlabels .ae-label")        # the canvas figures'
