@@ -13,7 +13,6 @@ the click they time. Kept apart from the modules that use them so none imports a
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from urllib.parse import urlencode
 

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from attention.corpus import job, results
+from attention.corpus import shards
 from attention.corpus.compute import Settings, compute_shard
 from attention.models import load_model
 from tests.tiny_models import tiny  # noqa: F401
@@ -94,7 +95,7 @@ def test_local_and_ray_write_equal_results(tiny, tmp_path):
              "--batch-size", 8, "--engine", "ray", "--quiet")
     assert r2.returncode == 0, r2.stderr[-3000:]
     assert_same(tables(local), tables(ray_out))
-    m1, m2 = job.read_manifest(local), job.read_manifest(ray_out)
+    m1, m2 = shards.read_manifest(local), shards.read_manifest(ray_out)
     assert m1["shards_done"] == m2["shards_done"] == list(range(5))
     assert m1["complete"] and m2["complete"] and m1["code_version"] == m2["code_version"]
 
@@ -107,18 +108,18 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tiny, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "attention.corpus", "run", *map(str, args),
                              "--out", str(killed)], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    first = killed / "stats" / job.shard_name(0)
+    first = killed / "stats" / shards.shard_name(0)
     deadline = time.monotonic() + 300
     while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    before = job.read_manifest(killed)
+    before = shards.read_manifest(killed)
     assert before is not None and not before["complete"]
     again = cli("run", *args, "--out", killed)
     assert again.returncode == 0, again.stderr
     assert_same(tables(whole), tables(killed), tol=0.0)
-    assert job.read_manifest(killed)["shards_done"] == list(range(15))
+    assert shards.read_manifest(killed)["shards_done"] == list(range(15))
     leftovers = [p for p in killed.rglob(".*") if p.name != "view"]
     assert not leftovers, leftovers
 

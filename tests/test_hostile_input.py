@@ -58,7 +58,7 @@ HTML = ["<img src=x onerror=window.__xss=1>", "<script>alert(1)</script>", "<b>b
 MARKDOWN = ["**x**", "_y_", "#", "[a](javascript:alert(1))", "`code`", ">", "---", "|a|b|"]
 LATEX = ["$x$", "$$\\frac{1}{0}$$", "\\(x\\)", "\\begin{align}", "$\\infty$"]
 EXPR = ["it's", "a\\b", '"q"', "datum.value", "${x}", "' + alert(1) + '", "</script>"]
-TOO_LONG_PIECES = {MODEL: "model.too_long"}  # MiniLM reads at most 512 word pieces
+TOO_LONG_PIECES = {MODEL: "models.too_long"}  # MiniLM reads at most 512 word pieces
 
 
 def _han(n: int) -> str:
@@ -148,7 +148,7 @@ CASES = [
     url("url_text_oversized", "errors.tokens_too_many_chars", pages=TEXT_PAGES,
         source="pretrained", text="x" * (MAX_INPUT_CHARS + 1)),
     Case("pretrained_too_long", params={"source": "pretrained", "tokens": _words(600)},
-         refused="model.too_long"),
+         refused="models.too_long"),
     # the importance page removes each piece in turn: refused past its own caps on MiniLM
     # (before any forward pass), while MiniLM itself would read them
     Case("importance_text_over_cap", params={"tokens": _words(100)}, pages=(IMPORTANCE,),

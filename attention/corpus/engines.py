@@ -1,4 +1,4 @@
-"""Two engines for the corpus job, one computation: both call job.process_shard per shard.
+"""Two engines for the corpus job, one computation: both call shards.process_shard per shard.
 
 local  shards one after the other in this process (the model loaded once).
 ray    Ray Data: the pending shards as items, split into blocks (override_num_blocks) so
@@ -22,7 +22,7 @@ NO_CLUSTER = ("Ray could not start or join {where} ({error}); check the address,
 
 
 def check_ray() -> None:
-    from attention.corpus.job import Refused
+    from attention.corpus.shards import Refused
 
     try:
         import ray  # noqa: F401
@@ -33,7 +33,7 @@ def check_ray() -> None:
 
 def run_local(model, out: Path, texts: list[str], pending: list[int], settings: Settings,
               finished: Callable[[dict], None]) -> None:
-    from attention.corpus.job import process_shard
+    from attention.corpus.shards import process_shard
 
     bs = settings.batch_size
     for index in pending:
@@ -46,7 +46,7 @@ class ShardWorker:
     def __init__(self, model_source: str, out: str, settings: dict):
         import torch
 
-        from attention.corpus.job import load_model_for_job
+        from attention.corpus.shards import load_model_for_job
 
         torch.set_num_threads(1)
         self.model = load_model_for_job(model_source)
@@ -55,7 +55,7 @@ class ShardWorker:
                                  sample=settings["sample"])
 
     def __call__(self, batch: dict) -> dict:
-        from attention.corpus.job import process_shard
+        from attention.corpus.shards import process_shard
 
         shards, counts, tables = [], [], []
         for index, texts in zip(batch["shard"], batch["texts"]):
@@ -76,7 +76,7 @@ def run_ray(model_source: str, out: Path, texts: list[str], pending: list[int],
         return
     started_here = False
     if not ray.is_initialized():
-        from attention.corpus.job import Refused
+        from attention.corpus.shards import Refused
 
         try:
             if address:

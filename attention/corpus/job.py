@@ -16,104 +16,15 @@ of a text depends only on the text and its id, the result equals an uninterrupte
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import time
 from pathlib import Path
 from typing import Callable
 
-import pandas as pd
 
-from attention.corpus.compute import TABLES, Settings, compute_shard
+from attention.corpus.compute import Settings
+from attention.corpus.shards import (Refused, identity, load_model_for_job, read_manifest,
+                                      shard_count, shard_done, write_manifest)
 from attention.errors import UserError
-
-MANIFEST = "manifest.json"
-FORMAT = 1
-PACKAGE = Path(__file__).resolve().parent.parent        # attention/
-
-
-class Refused(Exception):
-    """A run that cannot start: one sentence for the user, exit code 2 on the command line."""
-
-
-def code_version() -> str:
-    """A hash of the attention package's Python source (paths and contents)."""
-    h = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if "__pycache__" in path.parts:
-            continue
-        h.update(str(path.relative_to(PACKAGE)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def shard_name(index: int) -> str:
-    return f"part-{index:05d}.parquet"
-
-
-def shard_count(texts: int, batch_size: int) -> int:
-    return (texts + batch_size - 1) // batch_size
-
-
-def identity(model: str, corpus: str, texts: list[str], settings: Settings) -> dict:
-    """What makes two runs the same run (the engine does not: both write the same shards)."""
-    from attention.corpus.sources import digest
-
-    return {"format": FORMAT, "model": model, "corpus": corpus, "corpus_digest": digest(texts),
-            "texts": len(texts), "settings": settings.as_dict(), "code_version": code_version()}
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def read_manifest(out: Path) -> dict | None:
-    path = Path(out) / MANIFEST
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def write_manifest(out: Path, manifest: dict) -> None:
-    _atomic_write(Path(out) / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
-
-
-def write_shard(out: Path, index: int, tables: dict[str, pd.DataFrame]) -> list[str]:
-    """Each table to <out>/<table>/part-<index>.parquet through a temporary name; the names."""
-    names = []
-    for name, frame in tables.items():
-        folder = Path(out) / name
-        folder.mkdir(parents=True, exist_ok=True)
-        final = folder / shard_name(index)
-        tmp = folder / f".{shard_name(index)}.{os.getpid()}.tmp"
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, final)
-        names.append(name)
-    return sorted(names)
-
-
-def shard_done(out: Path, index: int, tables: list[str]) -> bool:
-    return all((Path(out) / t / shard_name(index)).is_file() for t in tables)
-
-
-def process_shard(model, out: Path, index: int, texts: list[str], settings: Settings) -> dict:
-    """The one per-batch function both engines call: compute shard `index` of `texts` (the
-    shard's own texts) and write it. Returns {"shard", "texts", "tables"}."""
-    first = index * settings.batch_size
-    tables = compute_shard(model, first, texts, settings)
-    names = write_shard(out, index, tables)
-    return {"shard": index, "texts": len(texts), "tables": names}
-
 
 def prepare(model_source: str, corpus_source: str, out: Path, settings: Settings):
     """(texts, manifest) for a run: refuses (Refused) a bad corpus, a bad setting or an
@@ -151,19 +62,6 @@ def prepare(model_source: str, corpus_source: str, out: Path, settings: Settings
         manifest = {**ident, "shards": shard_count(len(texts), settings.batch_size),
                     "shards_done": [], "tables": [], "complete": False}
     return texts, manifest
-
-
-def load_model_for_job(source: str):
-    """load_model as the operator's own (folders and any Hub id); Refused with the sentence."""
-    from attention.models import load_model
-
-    try:
-        try:
-            return load_model(source, trusted=True)
-        except TypeError:                       # before load_model took `trusted`
-            return load_model(source)
-    except UserError as err:
-        raise Refused(str(err)) from err
 
 
 class Progress:

@@ -30,7 +30,7 @@ Z95 = 1.959964
 
 
 def done_files(out: Path, table: str) -> list[Path]:
-    from attention.corpus.job import read_manifest, shard_name
+    from attention.corpus.shards import read_manifest, shard_name
 
     manifest = read_manifest(out) or {}
     return [Path(out) / table / shard_name(i) for i in manifest.get("shards_done", [])
@@ -73,7 +73,7 @@ def derive(out: Path) -> None:
     out = Path(out)
     view = out / VIEW
     view.mkdir(exist_ok=True)
-    from attention.corpus.job import _atomic_write  # noqa: the job's own writer
+    from attention.corpus.shards import _atomic_write  # noqa: the job's own writer
 
     def put(name: str, frame: pd.DataFrame) -> None:
         tmp = view / f".{name}.tmp"

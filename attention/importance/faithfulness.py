@@ -85,7 +85,7 @@ def faithfulness(model, texts, fractions=FRACTIONS, table: pd.DataFrame | None =
     texts = list(texts)
     fractions = tuple(float(f) for f in fractions)
     if table is None:
-        from attention.importance import token_importance
+        from attention.importance.tokens import token_importance
 
         table = token_importance(model, texts)
     value, methods = per_text(model, texts, fractions, table, seed=seed, progress=progress,
