@@ -19,6 +19,8 @@ from attention.importance.faithfulness import faithfulness, removal_sets
 from attention import models as M
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
+pytestmark = pytest.mark.slow     # faithfulness forwards on tiny models: left out of make test-fast
+
 
 def _table(texts=8, layers=2, seed=0, lengths=(6, 14)) -> pd.DataFrame:
     """A token_importance-like frame: [CLS] w ... w [SEP], occlusion NaN on the specials,

@@ -17,6 +17,8 @@ from attention.models import bert
 from attention import models as M
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
+pytestmark = pytest.mark.slow     # MiniLM against transformers' BERT: left out of make test-fast
+
 TEXTS = [
     "The quick brown fox jumps over the lazy dog near the river bank.",
     "Wait... what?! (Yes, really: \"no\"; maybe -- ok.) #1, $2 & 50%!",

@@ -23,6 +23,8 @@ from attention.corpus.compute import Settings, compute_shard
 from attention.models import load_model
 from tests.tiny_models import tiny  # noqa: F401
 
+pytestmark = pytest.mark.slow     # corpus runs in subprocesses, Ray: left out of make test-fast
+
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = ("the cat sat on a mat while dogs ran past , and she said that it was late . "
          "every student who came read his book because they liked it").split()

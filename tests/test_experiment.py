@@ -12,6 +12,8 @@ from attention.measures.rank import spearman
 from attention import core, task
 from attention import experiment as ex
 
+pytestmark = pytest.mark.slow     # trains the experiment's heads: left out of make test-fast
+
 SEEDS = (0, 1, 2)
 
 

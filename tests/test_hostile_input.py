@@ -414,6 +414,7 @@ IMPORTANCE_CASES = ("empty", "one_token", "at_token_limit", "emoji_zwj_typed", "
                     "pretrained_hostile_text_field", "url_chinese_refusal")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, model", [*((n, "bert_base") for n in IMPORTANCE_CASES),
                                          ("one_token", "gpt2"), ("html_script", "gpt2")])
 def test_hostile_input_on_the_importance_page(name, model, tiny, monkeypatch):

@@ -24,6 +24,8 @@ from attention.measures.heads import head_stats
 from attention.models import loading
 from tests.tiny_models import _output_projection, tiny  # noqa: F401
 
+pytestmark = pytest.mark.slow     # occlusion and gradients on real and tiny models: left out of make test-fast
+
 TEXT = "the cat sat on the mat ."
 TEXTS = ("the cat sat on the mat .", "a dog barked at the moon tonight")
 KINDS = ["bert_base", "gpt2", "llama", "bert"]       # sentence, causal, grouped k/v, masked

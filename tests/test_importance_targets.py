@@ -20,6 +20,8 @@ from attention.importance import tokens as TK
 from tests.test_importance import KINDS, TEXT, TEXTS, _eager, _hand, _hand_target, _load
 from tests.tiny_models import _output_projection, tiny  # noqa: F401
 
+pytestmark = pytest.mark.slow     # every target on five models, integrated gradients: left out of make test-fast
+
 KIND = {"bert_base": "embedding", "gpt2": "next", "llama": "next", "bert": "masked"}
 
 

@@ -17,6 +17,8 @@ from attention.errors import UserError
 from tests.tiny_models import (TINY, VOCAB, _configs, _output_projection,  # noqa: F401
                                 _save, tiny)
 
+pytestmark = pytest.mark.slow     # every architecture against eager transformers: left out of make test-fast
+
 TEXT = "the cat sat on the mat and the dog barked at it ."
 
 

@@ -16,6 +16,8 @@ from attention.spec import AttentionSpec
 from tests.apptest import chart_frames, open_page
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
+pytestmark = pytest.mark.slow     # the importance page over a corpus: left out of make test-fast
+
 PAGE = "pages/5_Does_the_model_use_it.py"
 
 

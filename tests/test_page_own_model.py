@@ -21,6 +21,8 @@ from attention.spec import AttentionSpec
 from tests.apptest import TIP, comparison_cells, grid_cells, open_page, open_part
 from tests.tiny_models import build
 
+pytestmark = pytest.mark.slow     # pages on tiny models of four architectures: left out of make test-fast
+
 TEXT = "the cat sat on the mat"
 MODEL_PAGE, HEATMAP, SCORES = "pages/3_Model_heads.py", "pages/1_Heatmap.py", "pages/2_Score_analysis.py"
 

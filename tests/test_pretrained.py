@@ -18,6 +18,8 @@ from attention.models.loading import bundled_path, load_model
 BUNDLED = config.BUNDLED
 from attention.errors import UserError
 
+pytestmark = pytest.mark.slow     # MiniLM against eager transformers, long texts: left out of make test-fast
+
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog near the river bank.",
     "the cat sat on the mat and the cat sat on the mat again",
