@@ -151,11 +151,9 @@ CASES = [
          refused="models.too_long"),
     # the importance page removes each piece in turn: refused past its own caps on MiniLM
     # (before any forward pass), while MiniLM itself would read them
-    Case("importance_text_over_cap", params={"tokens": _words(100)}, pages=(IMPORTANCE,),
+    Case("importance_text_over_cap", params={"tokens": _words(100), "imp_corpus": "sidebar"},
+         pages=(IMPORTANCE,),
          page_errors={IMPORTANCE: "importance.too_long"}),
-    Case("importance_lines_over_cap", params={
-        "source": "pretrained", "tokens": "a", "text": "\n".join(["one two three four"] * 80)},
-        pages=(IMPORTANCE,), page_errors={IMPORTANCE: "importance.too_many_pieces"}),
     Case("temperature_min_causal_dk_max", params={"temperature": "0.01", "causal": "1",
                                                   "d_k": "1024"}),
     # ---- extreme settings ---------------------------------------------------------------------
@@ -424,6 +422,7 @@ def test_hostile_input_on_the_importance_page(name, model, tiny, monkeypatch):
     monkeypatch.setattr(importance_view, "model_source", lambda spec: str(tiny[model]))
     monkeypatch.setenv("ATTENTION_EXPLORER_LOCAL_MODELS", "1")      # a tiny model's folder
     case = next(c for c in CASES if c.name == name)
+    case = replace(case, params={**case.params, "imp_corpus": "sidebar"})  # the typed text
     if name == "at_token_limit":         # the tiny model reads 64 pieces
         case = replace(case, page_errors={IMPORTANCE: "models.too_long"})
     check(case, IMPORTANCE)

@@ -29,6 +29,7 @@ import pandas as pd
 from attention import config
 from attention import models as M
 from attention.corpus import digest
+from attention.errors import UserError
 from attention.files import diskcache
 from attention.importance import batch, curves, heads as heads_mod, targets, tokens as tokens_mod
 from attention.measures import flow, heads as head_measures, rank, rollout
@@ -100,7 +101,8 @@ def plan(source: str, texts) -> list[tuple]:
     for i, text in enumerate(texts):
         n = len(batch.ids_of(model, text))
         if n > tokens_mod.MAX_PIECES:
-            raise ValueError(f"text {i + 1} has {n} pieces (at most {tokens_mod.MAX_PIECES})")
+            raise UserError("importance.too_long", text=i + 1, pieces=n,
+                            limit=tokens_mod.MAX_PIECES)
     n = len(texts)
     token_parts = [list(range(s, min(n, s + TOKEN_CHUNK))) for s in range(0, n, TOKEN_CHUNK)]
     heads_n = min(n, HEAD_TEXTS)

@@ -150,6 +150,10 @@ def draw_agreement(model, agreement: pd.DataFrame, language: str) -> None:
     st.subheader(t("importance.agreement_title"))
     st.caption(t("importance.agreement_help", n_boot=1000,
                  readout=t(f"importance.readout_{model.head}")))
+    agreement = agreement[agreement["texts"] > 0]     # rows no text could rank (too few pieces)
+    if agreement.empty:
+        st.info(t("importance.agreement_none"), icon=":material/info:")
+        return
     st.markdown(f"**{t('importance.agreement_table')}**")
     st.dataframe(agreement_table(agreement, language), hide_index=True, width="stretch",
                  column_config={t(f"importance.col_{c}"): st.column_config.NumberColumn(
@@ -160,6 +164,10 @@ def draw_agreement(model, agreement: pd.DataFrame, language: str) -> None:
 
 def draw_faithfulness(faith: pd.DataFrame, language: str) -> None:
     st.subheader(t("importance.faith_title"))
+    faith = faith[faith["texts"] > 0]                 # methods no text could be measured on
+    if faith.empty:
+        st.info(t("importance.agreement_none"), icon=":material/info:")
+        return
     fractions = ", ".join(f"{100 * f:.0f}%" for f in sorted(faith["fraction"].unique()))
     st.caption(t("importance.faith_help", fractions=fractions, texts=int(faith["texts"].max())))
     last = faith["layer"].max()
