@@ -75,6 +75,8 @@ def main(quick: bool = False) -> list[dict]:
                          "ratio": round(local / ray_s, 2), "target": "report"})
         except ImportError:
             rows.append({"measure": "Ray vs local", "ratio": None, "target": "Ray not installed"})
+        except job.Refused as err:        # a Ray node that did not start (a loaded machine)
+            rows.append({"measure": "Ray vs local", "ratio": None, "target": f"not measured: {err}"})
         small, large = (200, 1000) if quick else (1000, 10000)
         rss = {n: _rss_run(_corpus(tmp, n), tmp / f"rss{n}") for n in (small, large)}
         rows.append({"measure": f"peak RSS {large} texts / {small} texts "
