@@ -61,8 +61,9 @@ def interval_chart(frame: pd.DataFrame, lang: str, *, x_title: str, value: str =
         x=alt.X("null_low:Q", title=x_title), x2="null_high:Q")
     ci = base.mark_rule(color="black", strokeWidth=2).encode(x="ci_low:Q", x2="ci_high:Q")
     point = base.mark_circle(size=50, color="#1f77b4", opacity=1).encode(x=f"{value}:Q")
-    height = max(120, 16 * len(sort))
-    return natural_size(alt.layer(null, ci, point).properties(width=420, height=height))
+    # One row per label at a fixed step, so every label is drawn (a fixed height thinned them)
+    return natural_size(alt.layer(null, ci, point).properties(width=420, height=alt.Step(20)))
+
 
 
 def agreement_chart(agreement: pd.DataFrame, lang: str) -> alt.Chart:
