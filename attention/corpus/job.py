@@ -55,6 +55,8 @@ def prepare(model_source: str, corpus_source: str, out: Path, settings: Settings
                           f"corpus {old.get('corpus')!r}, or other settings or code): choose an "
                           f"empty folder for this one.")
         manifest = old
+        for stale in out.glob("**/.*.tmp"):   # half-written files of a run that was killed
+            stale.unlink(missing_ok=True)
     else:
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise Refused(f"The folder {str(out)!r} is not empty and holds no run of this job: "
