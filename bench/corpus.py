@@ -38,12 +38,13 @@ def _rss_run(corpus: Path, out: Path) -> float:
     return float(got.stdout.strip().splitlines()[-1])
 
 
-def main(quick: bool = False) -> list[dict]:
+def run(quick: bool = False) -> list[dict]:
     import torch
 
     from attention.corpus import job
     from attention.corpus.compute import Settings, compute_shard
     from attention.models import load_model
+    from bench.timing import row
 
     torch.set_num_threads(1)
     rows = []
@@ -58,8 +59,8 @@ def main(quick: bool = False) -> list[dict]:
             t0 = time.perf_counter()
             compute_shard(model, 0, texts, settings, batched=batched)
             times[batched] = time.perf_counter() - t0
-        rows.append({"measure": "batched local vs one text at a time (64 texts, texts/s)",
-                     "ratio": round(times[False] / times[True], 2), "target": ">= 3x"})
+        rows.append(row("local engine, one text at a time, 64 texts", "batched local engine",
+                        times[False] / times[True], float("inf"), "higher is better; target >= 3x"))
         try:
             import ray  # noqa: F401
             corpus = _corpus(tmp, 128 if quick else 512)
@@ -71,39 +72,20 @@ def main(quick: bool = False) -> list[dict]:
             job.run("all-MiniLM-L6-v2", str(corpus), tmp / "ray", engine="ray",
                     settings=Settings(batch_size=32), workers=2)
             ray_s = time.perf_counter() - t0
-            rows.append({"measure": "Ray, 2 workers, vs local (texts/s, incl. Ray start)",
-                         "ratio": round(local / ray_s, 2), "target": "report"})
+            rows.append(row("Ray, 2 workers, vs local (texts/s, incl. Ray start)", "local engine",
+                            local / ray_s, float("inf"), "reported, no target"))
         except ImportError:
-            rows.append({"measure": "Ray vs local", "ratio": None, "target": "Ray not installed"})
+            rows.append(row("Ray vs local", "-", float("nan"), float("inf"), "Ray not installed"))
         except job.Refused as err:        # a Ray node that did not start (a loaded machine)
-            rows.append({"measure": "Ray vs local", "ratio": None, "target": f"not measured: {err}"})
+            rows.append(row("Ray vs local", "-", float("nan"), float("inf"), f"not measured: {err}"))
         small, large = (200, 1000) if quick else (1000, 10000)
         rss = {n: _rss_run(_corpus(tmp, n), tmp / f"rss{n}") for n in (small, large)}
-        rows.append({"measure": f"peak RSS {large} texts / {small} texts "
-                                f"({rss[large]:.0f} / {rss[small]:.0f} MB)",
-                     "ratio": round(rss[large] / rss[small], 3), "target": "<= 1.2x"})
-    for r in rows:
-        print(f"{r['measure']:<70} {r['ratio']!s:>8}  {r['target']}")
+        rows.append(row(f"peak RSS {large} texts / {small} texts", "the smaller corpus",
+                        rss[large] / rss[small], 1.2, f"{rss[large]:.0f} / {rss[small]:.0f} MB"))
     return rows
 
 
-def run(quick: bool = False) -> list[dict]:
-    """The rows above as bench table rows: the speed-up is held to >= 3x as 1 / ratio <= 1/3."""
-    from bench.timing import row
-
-    out = []
-    for r in main(quick=quick):
-        if r["ratio"] is None:
-            out.append(row(r["measure"], "-", float("nan"), float("inf"), r["target"]))
-        elif r["target"] == ">= 3x":
-            out.append(row("local engine, one text at a time, 64 texts", "batched local engine",
-                           r["ratio"], float("inf"), "higher is better; target >= 3x"))
-        elif r["target"] == "<= 1.2x":
-            out.append(row(r["measure"], "the smaller corpus", r["ratio"], 1.2))
-        else:
-            out.append(row(r["measure"], "local engine", r["ratio"], float("inf"), r["target"]))
-    return out
-
-
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv)
+    from bench.timing import print_table
+
+    print_table(run(quick="--quick" in sys.argv))
