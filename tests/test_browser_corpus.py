@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 LOAD = 180_000
 CASES = [("en", "en", "Token", "Layer 2, head 3:"),
          ("zh", "zh" if (SHIPPED / "zh" / "manifest.json").is_file() else "en", "词元",
-          "第 2 层第 3 个头")]      # Model heads' own heading (model.compare_title)
+          "第 2 层第 3 个头：")]      # Model heads' own heading (model.compare_title)
 
 
 def _tooltip_at_a_point(page, chart):
@@ -73,4 +73,4 @@ def test_shipped_results_hover_and_click_to_model_heads(fresh_server, page, lang
     texts = pd.read_parquet(SHIPPED / folder / "view" / "texts.parquet")
     shown = text.split("\n")[-1].strip().rstrip("…")
     assert q["text"][0] in set(texts["text"]) and q["text"][0].startswith(shown[:20])
-    expect(target.locator("h3", has_text=title)).to_be_visible(timeout=LOAD)
+    expect(target.locator("h3", has_text=title).first).to_be_visible(timeout=LOAD)
