@@ -45,6 +45,36 @@ def test_patterns_identity_and_shift():
     assert stats["to_punct"].tolist() == pytest.approx([0.2, 0.2])
 
 
+def test_padded_table_equals_each_text_alone():
+    """Three texts of 1, 4 and 6 pieces right-padded to 6 (padding keys weigh 0, padding
+    query rows hold junk, even NaN): each text's rows equal head_table + sink_table of its
+    own cut weights."""
+    g = torch.Generator().manual_seed(0)
+    tokens = [["[CLS]"], ["[CLS]", "a", ",", "[SEP]"], ["[CLS]", "b", ".", "c", "d", "[SEP]"]]
+    special = [[True], [True, False, False, True], [True, False, False, False, False, True]]
+    n = 6
+    weights = torch.full((3, 2, 3, n, n), float("nan"))                 # (b, layers, heads, n, n)
+    alone = []
+    for i, toks in enumerate(tokens):
+        m = len(toks)
+        w = torch.rand(2, 3, m, m, generator=g).softmax(dim=-1)          # (layers, heads, m, m)
+        weights[i, :, :, :m, :] = 0.0
+        weights[i, :, :, :m, :m] = w
+        alone.append(headstats.head_table(w, toks).merge(
+            headstats.sink_table(w, torch.tensor(special[i])), on=["layer", "head"]))
+    got = headstats.padded_table(weights, tokens, special)
+    assert list(got.columns) == ["text", "layer", "head", *headstats.HEAD_COLUMNS,
+                                 *headstats.SINK_COLUMNS]
+    for i, ref in enumerate(alone):
+        mine = got[got.text == i].drop(columns="text").reset_index(drop=True)
+        assert list(mine.columns) == list(ref.columns)
+        assert torch.allclose(torch.tensor(mine.to_numpy(dtype=float)),
+                              torch.tensor(ref.to_numpy(dtype=float)), atol=1e-6, rtol=0)
+    # the one-piece text: no previous or next token, all its weight on itself
+    one = got[got.text == 0]
+    assert (one.to_prev == 0).all() and (one.to_next == 0).all() and (one.to_self == 1).all()
+
+
 def test_punctuation_tokens():
     assert all(map(headstats.is_punctuation, [".", ",", "--", "?!", "$", "##.", '"']))
     assert not any(map(headstats.is_punctuation, ["a", "[SEP]", "##s", "3", "", "it's"]))

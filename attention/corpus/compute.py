@@ -26,7 +26,7 @@ import torch
 
 from attention import config
 from attention.errors import UserError
-from attention.measures.heads import head_table, sink_table
+from attention.measures.heads import padded_table
 from attention.models.capture import forward
 from attention.models.registered import Forward
 from attention.models.runs import special_names
@@ -49,13 +49,15 @@ class Settings:
 
 
 @dataclass(frozen=True)
-class Captured:
-    """One text's forward, cut to its own n pieces."""
-    ids: list[int]
-    tokens: list[str]
-    weights: torch.Tensor         # (layers, heads, n, n)
-    q: torch.Tensor               # (layers, heads, n, d_head)
-    k: torch.Tensor               # (layers, heads, n, d_head)
+class Group:
+    """One forward of b texts, right-padded to n pieces (b = 1 and no padding when a text runs
+    alone). Padding keys weigh 0; padding query rows are never read."""
+    index: list[int]              # the texts' positions in the shard
+    ids: list[list[int]]          # each text's own pieces
+    tokens: list[list[str]]
+    weights: torch.Tensor         # (b, layers, heads, n, n)
+    q: torch.Tensor               # (b, layers, heads, n, d_head)
+    k: torch.Tensor               # (b, layers, heads, n, d_head)
 
 
 def sample_positions(text_id: int, n: int, sample: int) -> np.ndarray:
@@ -71,8 +73,8 @@ def _encode(model, text: str) -> tuple[dict | None, str]:
         return None, str(err)
 
 
-def _forward_group(model, encs: list[dict]) -> list[Captured]:
-    """One padded forward of a few encoded texts: each text's own (layers, heads, n, ...)."""
+def _forward_group(model, index: list[int], encs: list[dict]) -> Group:
+    """One padded forward of a few encoded texts."""
     lengths = [e["input_ids"].shape[1] for e in encs]
     n = max(lengths)
     batch = {}
@@ -89,15 +91,18 @@ def _forward_group(model, encs: list[dict]) -> list[Captured]:
             batch["attention_mask"][i, :m] = 1
     state = Forward(batch=True)
     forward(model.model, batch, state)
-    weights = torch.stack(state.weights, dim=1)                           # (b, layers, heads, n, n)
-    q, k = torch.stack(state.q, dim=1), torch.stack(state.k, dim=1)       # (b, layers, heads, n, d)
-    out = []
-    for i, m in enumerate(lengths):
-        ids = batch["input_ids"][i, :m].tolist()
-        out.append(Captured(ids=ids, tokens=list(model.tokenizer.convert_ids_to_tokens(ids)),
-                            weights=weights[i, :, :, :m, :m].contiguous(),
-                            q=q[i, :, :, :m].contiguous(), k=k[i, :, :, :m].contiguous()))
-    return out
+    ids = [batch["input_ids"][i, :m].tolist() for i, m in enumerate(lengths)]
+    return Group(index=index, ids=ids,
+                 tokens=[list(model.tokenizer.convert_ids_to_tokens(i)) for i in ids],
+                 weights=torch.stack(state.weights, dim=1),               # (b, layers, heads, n, n)
+                 q=torch.stack(state.q, dim=1), k=torch.stack(state.k, dim=1))
+
+
+def _alone(model, i: int, text: str) -> Group:
+    """One text through LoadedModel.run, the reference a batch must equal."""
+    r = model.run(text)
+    return Group(index=[i], ids=[list(r.ids)], tokens=[list(r.tokens)], weights=r.weights[None],
+                 q=r.q[None], k=r.k[None])
 
 
 def _groups(order: list[int], lengths: list[int], model, limit: int) -> list[list[int]]:
@@ -116,23 +121,18 @@ def _groups(order: list[int], lengths: list[int], model, limit: int) -> list[lis
 
 
 def capture(model, texts: list[str], *, batched: bool = True,
-            limit: int = 64) -> list[Captured | str]:
-    """Every text's forward (Captured), or the sentence why it was skipped (too long...)."""
+            limit: int = 64) -> tuple[list[Group], list[str]]:
+    """Every text's forward, in groups (of one text each when not batched), and per text the
+    sentence why it was skipped ("" when it ran)."""
     encoded = [_encode(model, t) for t in texts]
-    out: list[Captured | str] = [err for _, err in encoded]
+    errors = [err for _, err in encoded]
     ok = [i for i, (e, _) in enumerate(encoded) if e is not None]
     if not batched:
-        for i in ok:
-            r = model.run(texts[i])
-            out[i] = Captured(ids=list(r.ids), tokens=list(r.tokens), weights=r.weights,
-                              q=r.q, k=r.k)
-        return out
+        return [_alone(model, i, texts[i]) for i in ok], errors
     lengths = {i: encoded[i][0]["input_ids"].shape[1] for i in ok}
     order = sorted(ok, key=lambda i: lengths[i])
-    for group in _groups(order, [lengths.get(i, 0) for i in range(len(texts))], model, limit):
-        for i, cap in zip(group, _forward_group(model, [encoded[i][0] for i in group])):
-            out[i] = cap
-    return out
+    groups = _groups(order, [lengths.get(i, 0) for i in range(len(texts))], model, limit)
+    return [_forward_group(model, g, [encoded[i][0] for i in g]) for g in groups], errors
 
 
 def _importance(model, texts: list[str], ids: list[int]) -> pd.DataFrame | None:
@@ -151,56 +151,75 @@ def _importance(model, texts: list[str], ids: list[int]) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
+def _pieces(group: Group, text_ids: list[int], special: set[int]) -> pd.DataFrame:
+    lengths = [len(i) for i in group.ids]
+    return pd.DataFrame({
+        "text_id": np.repeat(text_ids, lengths),
+        "position": np.concatenate([np.arange(m, dtype=np.int32) for m in lengths]),
+        "token": [t for tokens in group.tokens for t in tokens],
+        "special": [i in special for ids in group.ids for i in ids]})
+
+
+def _stats(group: Group, text_ids: list[int], special: set[int], cls, sep) -> pd.DataFrame:
+    table = padded_table(group.weights, group.tokens,
+                         [[i in special for i in ids] for ids in group.ids], cls, sep)
+    table.insert(0, "text_id", np.asarray(text_ids)[table.pop("text").to_numpy()])
+    return table
+
+
+def _qk(group: Group, text_ids: list[int], sample: int) -> pd.DataFrame:
+    """The q and k of each text's sampled pieces, one row per (text, layer, head, piece)."""
+    layers, heads, d = group.q.shape[1], group.q.shape[2], group.q.shape[-1]
+    frames = []
+    for b, (text_id, tokens) in enumerate(zip(text_ids, group.tokens)):
+        pos = sample_positions(text_id, len(tokens), sample)              # (s,)
+        q = group.q[b][:, :, pos].numpy().astype(np.float32)              # (layers, heads, s, d)
+        k = group.k[b][:, :, pos].numpy().astype(np.float32)
+        ll, hh, pp = np.meshgrid(np.arange(layers), np.arange(heads), np.arange(len(pos)),
+                                 indexing="ij")
+        frames.append({"text_id": np.full(ll.size, text_id), "layer": ll.ravel(),
+                       "head": hh.ravel(), "position": pos[pp.ravel()],
+                       "token": [tokens[p] for p in pos[pp.ravel()]],
+                       "q": list(q.reshape(-1, d)), "k": list(k.reshape(-1, d))})
+    out = pd.DataFrame({c: [v for f in frames for v in f[c]] if c in ("token", "q", "k")
+                        else np.concatenate([f[c] for f in frames]) for c in frames[0]})
+    return out.astype({"layer": np.int16, "head": np.int16, "position": np.int32})
+
+
 def compute_shard(model, first_id: int, texts: list[str], settings: Settings,
                   *, batched: bool = True) -> dict[str, pd.DataFrame]:
     """The tables of texts[0..] with ids first_id, first_id + 1, ... (module docstring)."""
-    caps = capture(model, texts, batched=batched, limit=settings.batch_size)
+    groups, errors = capture(model, texts, batched=batched, limit=settings.batch_size)
     cls, sep = special_names(model)
-    special = model.special_ids
-    text_rows, pieces, stats, qk = [], [], [], []
-    for offset, (text, cap) in enumerate(zip(texts, caps)):
-        text_id = first_id + offset
-        if isinstance(cap, str):
-            text_rows.append({"text_id": text_id, "text": text, "pieces": 0, "error": cap})
-            continue
-        n = len(cap.ids)
-        text_rows.append({"text_id": text_id, "text": text, "pieces": n, "error": ""})
-        pieces.append(pd.DataFrame({"text_id": text_id, "position": np.arange(n, dtype=np.int32),
-                                    "token": cap.tokens,
-                                    "special": [i in special for i in cap.ids]}))
+    special = set(model.special_ids)
+    pieces = [0] * len(texts)
+    frames: dict[str, list[pd.DataFrame]] = {"pieces": [], "stats": [], "qk": []}
+    for group in groups:
+        text_ids = [first_id + i for i in group.index]
+        for i, ids in zip(group.index, group.ids):
+            pieces[i] = len(ids)
+        frames["pieces"].append(_pieces(group, text_ids, special))
         if "stats" in settings.what:
-            keys = torch.tensor([i in special for i in cap.ids], dtype=torch.bool)
-            table = head_table(cap.weights, cap.tokens, cls, sep).merge(
-                sink_table(cap.weights, keys), on=["layer", "head"])
-            table.insert(0, "text_id", text_id)
-            stats.append(table)
+            frames["stats"].append(_stats(group, text_ids, special, cls, sep))
         if "qk" in settings.what:
-            pos = sample_positions(text_id, n, settings.sample)
-            layers, heads = cap.q.shape[:2]
-            q = cap.q[:, :, pos].numpy().astype(np.float32)               # (layers, heads, s, d)
-            k = cap.k[:, :, pos].numpy().astype(np.float32)
-            ll, hh, pp = np.meshgrid(np.arange(layers), np.arange(heads), np.arange(len(pos)),
-                                     indexing="ij")
-            qk.append(pd.DataFrame({
-                "text_id": text_id, "layer": ll.ravel().astype(np.int16),
-                "head": hh.ravel().astype(np.int16), "position": pos[pp.ravel()].astype(np.int32),
-                "token": [cap.tokens[p] for p in pos[pp.ravel()]],
-                "q": list(q.reshape(-1, q.shape[-1])), "k": list(k.reshape(-1, k.shape[-1]))}))
-    tables = {"texts": pd.DataFrame(text_rows, columns=["text_id", "text", "pieces", "error"])}
-    tables["pieces"] = _concat(pieces, ["text_id", "position", "token", "special"])
-    if "stats" in settings.what:
-        tables["stats"] = _concat(stats, None)
-    if "qk" in settings.what:
-        tables["qk"] = _concat(qk, None)
+            frames["qk"].append(_qk(group, text_ids, settings.sample))
+    tables = {"texts": pd.DataFrame({"text_id": np.arange(first_id, first_id + len(texts)),
+                                     "text": texts, "pieces": pieces, "error": errors})}
+    tables["pieces"] = _concat(frames["pieces"], ["text_id", "position", "token", "special"])
+    for name in ("stats", "qk"):
+        if name in settings.what:
+            tables[name] = _concat(frames[name], None)
     if "importance" in settings.what:
-        ok = [(i, t) for i, (t, c) in enumerate(zip(texts, caps)) if not isinstance(c, str)]
-        imp = _importance(model, [t for _, t in ok], [first_id + i for i, _ in ok])
+        ok = [i for i, err in enumerate(errors) if not err]
+        imp = _importance(model, [texts[i] for i in ok], [first_id + i for i in ok])
         if imp is not None:
             tables["importance"] = imp
     return {name: frame for name, frame in tables.items() if frame is not None}
 
 
 def _concat(frames: list[pd.DataFrame], columns) -> pd.DataFrame | None:
+    """The groups' rows in text order (a batch runs its texts by length)."""
     if frames:
-        return pd.concat(frames, ignore_index=True)
+        return pd.concat(frames, ignore_index=True).sort_values(
+            "text_id", kind="stable", ignore_index=True)
     return pd.DataFrame(columns=columns) if columns else None

@@ -36,13 +36,32 @@ def token_classes(tokens: tuple[str, ...] | list[str], cls: str | None = CLS,
     }
 
 
-def _diagonal_share(weights: torch.Tensor, offset: int) -> torch.Tensor:
-    """Mean over the queries that have one of weights[..., i, i + offset]: (...) from
-    (..., n, n); 0 when no query has such a key (n = 1 with offset 1)."""
-    diag = weights.diagonal(offset=offset, dim1=-2, dim2=-1)              # (..., n - |offset|)
-    if diag.shape[-1] == 0:
-        return weights.new_zeros(weights.shape[:-2])
-    return diag.mean(dim=-1)
+def _query_mean(x: torch.Tensor, length: torch.Tensor | None, drop: int = 0) -> torch.Tensor:
+    """Mean of x (..., m) over its last dim, the queries; 0 when m = 0. length: None (every
+    query counts), or (b, 1, 1) real pieces per text of a right-padded batch, of which the
+    first length - drop entries of x count (a diagonal at offset +-drop has that many)."""
+    if length is None:
+        return x.mean(dim=-1) if x.shape[-1] else x.new_zeros(x.shape[:-1])
+    valid = torch.arange(x.shape[-1]) < (length - drop).unsqueeze(-1)     # (b, 1, 1, m)
+    return torch.where(valid, x, 0.0).sum(dim=-1) / (length - drop).clamp_min(1)
+
+
+def _stats(weights: torch.Tensor, keys: dict[str, torch.Tensor],
+           length: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """HEAD_COLUMNS (and any other key share) of weights (..., n, n): each a mean over the
+    queries (the first `length` of each text when padded; padding keys weigh 0, so a row's
+    sums and its entropy and max are those of the text alone). keys: name -> (..., n) bool."""
+    stats = {
+        "entropy": _query_mean(metrics.entropy(weights), length),         # (...)
+        "max_weight": _query_mean(metrics.max_weight(weights), length),   # (...)
+    }
+    for name, k in keys.items():                                         # row share on k
+        stats[name] = _query_mean((weights * k.unsqueeze(-2).to(weights.dtype)).sum(dim=-1),
+                                  length)
+    for name, offset in (("to_prev", -1), ("to_next", 1), ("to_self", 0)):
+        diag = weights.diagonal(offset=offset, dim1=-2, dim2=-1)          # (..., n - |offset|)
+        stats[name] = _query_mean(diag, length, abs(offset))
+    return stats
 
 
 def head_stats(weights: torch.Tensor, tokens, cls: str | None = CLS,
@@ -52,16 +71,7 @@ def head_stats(weights: torch.Tensor, tokens, cls: str | None = CLS,
     Each value has the leading shape (...) (e.g. (layers, heads)): mean row entropy (nats),
     mean max weight, and the mean share of a row's weight that lands on [CLS], [SEP],
     punctuation, the previous token, the next token and the token itself."""
-    stats = {
-        "entropy": metrics.entropy(weights).mean(dim=-1),                 # (...)
-        "max_weight": metrics.max_weight(weights).mean(dim=-1),           # (...)
-    }
-    for name, keys in token_classes(tokens, cls, sep).items():
-        stats[name] = (weights * keys.to(weights.dtype)).sum(dim=-1).mean(dim=-1)  # (...)
-    stats["to_prev"] = _diagonal_share(weights, -1)
-    stats["to_next"] = _diagonal_share(weights, 1)
-    stats["to_self"] = _diagonal_share(weights, 0)
-    return stats
+    return _stats(weights, token_classes(tokens, cls, sep))
 
 
 def head_table(weights: torch.Tensor, tokens, cls: str | None = CLS,
@@ -71,10 +81,12 @@ def head_table(weights: torch.Tensor, tokens, cls: str | None = CLS,
 
 
 def _per_head(stats: dict[str, torch.Tensor], columns) -> pd.DataFrame:
-    """name -> (layers, heads) tensors as one row per (layer, head)."""
-    layers, heads = stats[columns[0]].shape
-    ll, hh = torch.meshgrid(torch.arange(layers), torch.arange(heads), indexing="ij")
-    frame = pd.DataFrame({"layer": ll.flatten().numpy(), "head": hh.flatten().numpy()})
+    """name -> (..., layers, heads) tensors as one row per (..., layer, head): columns text
+    (the leading index, when there is one), layer, head, then `columns`."""
+    shape = stats[columns[0]].shape
+    index = torch.meshgrid(*[torch.arange(s) for s in shape], indexing="ij")
+    names = ["text", "layer", "head"][-len(shape):]
+    frame = pd.DataFrame({name: i.flatten().numpy() for name, i in zip(names, index)})
     for name in columns:
         frame[name] = stats[name].flatten().numpy()
     return frame
@@ -93,6 +105,29 @@ def sink_table(weights: torch.Tensor, special: torch.Tensor) -> pd.DataFrame:
     stats = {"to_first": weights[..., 0].mean(dim=-1),                    # (layers, heads)
              "to_special": (weights * keys).sum(dim=-1).mean(dim=-1)}
     return _per_head(stats, SINK_COLUMNS)
+
+
+def padded_table(weights: torch.Tensor, tokens: list[list[str]], special: list[list[bool]],
+                 cls: str | None = CLS, sep: str | None = SEP) -> pd.DataFrame:
+    """head_table merged with sink_table for each of b texts of one right-padded batch, in one
+    pass: weights (b, layers, heads, n, n) with 0 on padding keys; tokens and special (the
+    tokenizer's special tokens) per text, each of its own length. One row per (text, layer,
+    head): text (0..b-1), layer, head, HEAD_COLUMNS, SINK_COLUMNS; each text's rows equal
+    what the two tables give for it alone (tests/test_headstats.py)."""
+    b, n = weights.shape[0], weights.shape[-1]
+
+    def padded(masks: list[torch.Tensor]) -> torch.Tensor:               # (b, 1, 1, n) bool
+        out = torch.zeros(b, n, dtype=torch.bool)
+        for i, m in enumerate(masks):
+            out[i, :len(m)] = m
+        return out[:, None, None]
+
+    classes = [token_classes(t, cls, sep) for t in tokens]
+    keys = {name: padded([c[name] for c in classes]) for name in classes[0]}
+    keys["to_special"] = padded([torch.tensor(s, dtype=torch.bool) for s in special])
+    keys["to_first"] = torch.arange(n) == 0                              # (n,)
+    length = torch.tensor([len(t) for t in tokens]).view(b, 1, 1)
+    return _per_head(_stats(weights, keys, length), HEAD_COLUMNS + SINK_COLUMNS)
 
 
 def value_weighted_norms(weights: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
