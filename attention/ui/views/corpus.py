@@ -107,7 +107,7 @@ def draw_corpus_page() -> None:
 
 def _draw_stats(summary: pd.DataFrame) -> None:
     st.subheader(t("corpus_page.stats_title"))
-    st.markdown(t("corpus_page.stats_help", cv=results.FIXED_CV))
+    st.markdown(t("corpus_page.stats_help", cv=results.FIXED_CV, share=results.FIXED_SHARE))
     stat = view_widget("cp_stat", st.selectbox, default="to_sep", cast=str,
                        valid=lambda v: v in STATS, options=list(STATS),
                        format_func=lambda c: t(f"model.col_{c}"), label=t("corpus_page.stat"))
@@ -117,12 +117,14 @@ def _draw_stats(summary: pd.DataFrame) -> None:
     draw_chart(head_grid(summary, stat, labels), width="stretch")
     fixed = int(summary["fixed"].sum())
     st.markdown(t("corpus_page.fixed_count", fixed=fixed, total=len(summary),
-                  varies=len(summary) - fixed, cv=results.FIXED_CV))
+                  varies=len(summary) - fixed, cv=results.FIXED_CV,
+                  share=results.FIXED_SHARE))
     table = summary[["layer", "head", "texts", f"{stat}_mean", f"{stat}_lo", f"{stat}_hi",
-                     f"{stat}_cv", "pattern", "pattern_cv", "fixed"]].rename(columns={
+                     f"{stat}_cv", "pattern", "pattern_mean", "pattern_cv", "fixed"]].rename(columns={
         f"{stat}_mean": labels["mean"], f"{stat}_lo": labels["lo"], f"{stat}_hi": labels["hi"],
         f"{stat}_cv": labels["cv"], "pattern": labels["pattern"], "fixed": labels["fixed"],
-        "pattern_cv": t("corpus_page.pattern_cv"), "layer": labels["layer"],
+        "pattern_mean": t("corpus_page.pattern_mean"), "pattern_cv": t("corpus_page.pattern_cv"),
+        "layer": labels["layer"],
         "head": labels["head"], "texts": t("corpus_page.texts")})
     st.dataframe(table, hide_index=True, height=280)
 
