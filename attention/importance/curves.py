@@ -27,7 +27,6 @@ from scipy.stats import rankdata
 
 from attention import models as M
 from attention.importance import heads as H
-from attention.importance.batch import attention_modules, forward, pooled
 
 ORDERS = 20          # random head orders of the pruning band
 STEPS = 12           # points of a pruning curve
@@ -64,33 +63,10 @@ class Units:
         self.idx = np.random.default_rng(seed).integers(0, count, size=(n_boot, count))
 
     def __call__(self, gate=None, interventions=()) -> tuple[np.ndarray, np.ndarray]:
-        m, model = self.metric, self.model
-        batch = m.batch
-        sharp = []
-
-        def grab(_module, _args, out):
-            w = out[1]                                                 # (b, heads, n, n)
-            rows = w.amax(dim=-1).mean(dim=1)                          # (b, n)
-            sharp.append(float(rows[batch.real].mean()))
-
-        hooks = [mod.register_forward_hook(grab) for mod in attention_modules(model)]
-        try:
-            with torch.no_grad():
-                logits, last = forward(model, batch, gate=gate, interventions=interventions)
-        finally:
-            for h in hooks:
-                h.remove()
-        if self.name == "ranking_accuracy":
-            out = torch.nn.functional.normalize(pooled(last, batch.real), dim=-1)
-            units = (out[m.left] * out[m.right]).sum(dim=-1).double().numpy()   # (pairs,)
-        else:
-            units = -H.token_nll(model, logits, batch).nanmean(dim=1).double().numpy()
-        return units, np.asarray(sharp)
+        return self.metric.units(gate, interventions)
 
     def value(self, units: np.ndarray) -> float:
-        if self.name == "ranking_accuracy":
-            return H.ranking_accuracy(units, self.metric.label)
-        return float(np.mean(units))
+        return self.metric.value(units)
 
     def boot(self, units: np.ndarray) -> np.ndarray:
         if self.name == "ranking_accuracy":

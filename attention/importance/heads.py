@@ -208,7 +208,9 @@ class Metric:
             sentences = list(texts)
         self.batch = batch_of([ids_of(model, s) for s in sentences])
 
-    def __call__(self, gate=None, interventions=()) -> tuple[float, np.ndarray]:
+    def units(self, gate=None, interventions=()) -> tuple[np.ndarray, np.ndarray]:
+        """One forward: the metric's units (float64; the pairs' cosine similarities, or each
+        text's negative mean loss) and the mean max weight per layer."""
         model, batch = self.model, self.batch
         sharp = []
 
@@ -219,17 +221,27 @@ class Metric:
 
         hooks = [m.register_forward_hook(grab) for m in attention_modules(model)]
         try:
-            logits, last = forward(model, batch, gate=gate, interventions=interventions)
+            with torch.no_grad():
+                logits, last = forward(model, batch, gate=gate, interventions=interventions)
         finally:
             for h in hooks:
                 h.remove()
-        if model.head == "none":
+        if self.name == "ranking_accuracy":
             out = F.normalize(pooled(last, batch.real), dim=-1)
-            sims = (out[self.left] * out[self.right]).sum(dim=-1).numpy()
-            value = ranking_accuracy(sims, self.label)
+            units = (out[self.left] * out[self.right]).sum(dim=-1)      # (pairs,)
         else:
-            value = -float(token_nll(model, logits, batch).nanmean(dim=1).mean())
-        return value, np.asarray(sharp)
+            units = -token_nll(model, logits, batch).nanmean(dim=1)     # (texts,)
+        return units.double().numpy(), np.asarray(sharp)
+
+    def value(self, units: np.ndarray) -> float:
+        """The metric from its units."""
+        if self.name == "ranking_accuracy":
+            return ranking_accuracy(units, self.label)
+        return float(np.mean(units))
+
+    def __call__(self, gate=None, interventions=()) -> tuple[float, np.ndarray]:
+        units, sharp = self.units(gate, interventions)
+        return self.value(units), sharp
 
 
 def pruning_curve(model: M.LoadedModel, heads: pd.DataFrame, texts, *,
