@@ -146,6 +146,12 @@ def test_sharpness_is_a_correlation_per_layer_and_pooled_never_a_cause(lang):
     assert CANNOT[lang] in unclear["c_sharp_null"][0]
     few = _by_key(conclusions(sharpness=_sharp(), texts=5), lang)
     assert CANNOT[lang] in few["c_sharp_few"][0] and "5" in few["c_sharp_few"][0]
+    # no layer clear of its band: said in words, with no empty list after a colon
+    none = _by_key(conclusions(sharpness=_sharp(layer5=(0.09, -0.5, 0.6)).assign(
+        null_low=-0.9, null_high=0.9), texts=100), lang)
+    assert "c_sharp_layers" not in none
+    text = none["c_sharp_layers_none"][0]
+    assert "2" in text and fmt(-0.6) in text and "–." not in text and "：–" not in text
 
 
 def test_pruning_states_the_full_models_interval_and_the_random_orders():

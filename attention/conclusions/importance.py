@@ -220,9 +220,9 @@ def sharpness_conclusions(sharp: pd.DataFrame, texts: int) -> list[Conclusion]:
                 ("layers", str(len(layers))), ("clear", str(len(clear))),
                 ("clear_list", ", ".join(f"{int(r['layer'])} ({fmt(r['spearman'])}, "
                                          f"{fmt(r['ci_low'])} – {fmt(r['ci_high'])})"
-                                         for _, r in clear.iterrows()) or "–"),
+                                         for _, r in clear.iterrows())),
                 ("heads", str(int(layers["heads"].iloc[0]))), ("texts", str(texts)))
-        out.append(Conclusion("c_sharp_layers", span))
+        out.append(Conclusion("c_sharp_layers" if len(clear) else "c_sharp_layers_none", span))
     return out
 
 
