@@ -4,8 +4,10 @@ Each row is a ratio against a baseline measured in the same run, never bare seco
 machines are small and noisy.
 
     python -m bench                  every module in MODULES, full sizes (10-20 minutes)
-    python -m bench --quick          every module on small sizes (about 2 minutes on 2 cores):
-                                     the ratios are printed, not held to their targets
+    python -m bench --quick          every module on small sizes (under 2 minutes on 2 cores):
+                                     the ratios are printed, not held to their targets; the
+                                     browser modules share one set of servers
+                                     (bench/pages.shared_servers)
     python -m bench core models      a subset (any module of bench/, e.g. model_page)
 
 Exit status: 1 when a module raised (its row says FAILED and why; the others still run), else
@@ -28,9 +30,11 @@ import os
 import sys
 import time
 import traceback
+from contextlib import nullcontext
 
 import torch
 
+from bench.pages import shared_servers
 from bench.timing import print_table, row
 
 MODULES = ["core", "analysis", "threads", "apptest_rerun", "browser_heatmap", "renders",
@@ -67,12 +71,8 @@ def run_module(name: str, quick: bool) -> list[dict]:
     return run(quick=quick) if _takes_quick(run) else run()
 
 
-def main(argv: list[str]) -> int:
-    quick = "--quick" in argv
-    names = [a for a in argv if not a.startswith("-")] or MODULES
-    torch.set_num_threads(1)
-    load = os.getloadavg()
-    began = time.perf_counter()
+def run_modules(names: list[str], quick: bool) -> tuple[list[dict], int]:
+    """Every module's rows, each named after its module, and how many modules raised."""
     rows, failed = [], 0
     for name in names:
         start = time.perf_counter()
@@ -85,6 +85,17 @@ def main(argv: list[str]) -> int:
         took = time.perf_counter() - start
         rows += [{**r, "name": f"{name}: {r['name']}"} for r in got]
         print(f"# {name} took {took:.0f} s", file=sys.stderr, flush=True)
+    return rows, failed
+
+
+def main(argv: list[str]) -> int:
+    quick = "--quick" in argv
+    names = [a for a in argv if not a.startswith("-")] or MODULES
+    torch.set_num_threads(1)
+    load = os.getloadavg()
+    began = time.perf_counter()
+    with shared_servers() if quick else nullcontext():
+        rows, failed = run_modules(names, quick)
     if quick:       # printed, not held: a small size says little about a target
         rows = [{**r, "held": "FAILED" in r["name"]} for r in rows]
     print_table(rows)

@@ -45,125 +45,103 @@ what the user sees change, not a readiness flag), on `streamlit run app.py` with
 the pages started the warm-up), each against the same head click on the bare page with its
 chart on a canvas (Vega's canvas renderer), timed the same way. Target <= 2.
 
---quick: one round of every part at small sizes (256 tokens for 2,048), ratios not held to
-their targets.
+--quick: every row, at small sizes (QUICK_BIG = 512 tokens for 2,048; 128 for 512; the
+one-rect chart at 64), one round or one click (after one warm-up click, but for the drawn
+canvas), on one set of servers (the whole quick run's, bench/pages.shared_servers) and in one browser tab that
+opens page after page (Streamlit's scripts cached: a page opens in about a second, not 2.5 s;
+the first paints are then a returning visitor's). Ratios not held to their targets.
 """
 from __future__ import annotations
 
 import os
 import statistics
 import sys
-import tempfile
-from pathlib import Path
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from bench.browser import PROBE  # __inserted, __painted, __all: see bench/browser.py
-from bench.pages import (HEAD_PICKER, STEPS, VIEW_BUTTONS, BARE, click_times, draw_times, launch,
-                         server, spec_url)
+from bench.pages import (HEAD_PICKER, HOOK, QUICK_BIG, STEPS, VIEW_BUTTONS, Servers, Tab,
+                         click_times, draw_times, launch, paint_times, pick_counted, servers,
+                         spec_url)
 from bench.timing import print_table, row
 
-BASELINE = '''
-import altair as alt, numpy as np, pandas as pd, streamlit as st
-n = int(st.query_params.get("n", 256))
-st.title("baseline")
-if st.query_params.get("v") == "bare":
-    st.altair_chart(alt.Chart(pd.DataFrame({"x": list("abcdefghij"), "y": range(10)}))
-                    .mark_bar().encode(x="x:N", y="y:Q"))
-else:
-    q, k = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-    w = np.random.default_rng(0).random((n, n))
-    frame = pd.DataFrame({"query": q.ravel(), "key": k.ravel(), "weight": w.ravel()})
-    st.altair_chart(alt.Chart(frame).mark_rect().encode(
-        x="key:O", y="query:O", color="weight:Q", tooltip=["query", "key", "weight"]))
-'''
+
+@dataclass
+class Session:
+    """What a part measures with: the servers, one browser, and in a quick run one Tab that
+    every page is opened in, with HOOK (None: a new context per page, as the full run
+    measures)."""
+    servers: Servers
+    browser: object
+    tab: Tab | None = None
 
 
-def _load(browser, url: str, timeout: float = 180_000) -> tuple[float, float, float]:
-    """(first paint, chart render, every chart) in ms for one load of url in a fresh context;
-    every chart: from the first chart's insertion until the script has finished and every
-    chart in the main area has drawn (the overview and the zoom window, on the app's page)."""
+@contextmanager
+def session(shared: Session | None = None, app_dir: str | None = None, tab: bool = False):
+    """`shared` as it is (its owner closes it), else a Session of this part's own: servers
+    (bench/pages.servers: the quick run's shared ones if open), a browser and, with tab=True,
+    one Tab with HOOK (quick_clicks counts renders in it)."""
+    if shared is not None:
+        yield shared
+        return
+    from playwright.sync_api import sync_playwright
+
+    with servers(app_dir) as srv, sync_playwright() as p:
+        browser = launch(p)
+        try:
+            yield Session(srv, browser, Tab(browser, HOOK) if tab else None)
+        finally:
+            browser.close()
+
+
+def _load(browser, url: str, timeout: float = 180_000,
+          tab: Tab | None = None) -> tuple[float, float, float]:
+    """(first paint, chart render, every chart) in ms for one load of url in a fresh context
+    (pages.paint_times); every chart: from the first chart's insertion until the script has
+    finished and every chart in the main area has drawn (the overview and the zoom window, on
+    the app's page). In `tab`: the times of the tab's last open of url, once (a quick run's
+    clicks open the Heatmap at 16 and QUICK_BIG tokens), else of a load there."""
+    if tab is not None:
+        return tab.paints.pop(url, None) or paint_times(tab.visit(url), timeout)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         page = context.new_page()
         page.add_init_script(PROBE)
         page.goto(url)
-        page.wait_for_function("() => window.__all !== undefined", timeout=timeout, polling=100)
-        painted, inserted, every = page.evaluate(
-            "() => [window.__painted, window.__inserted, window.__all]")
-        return painted, painted - inserted, every - inserted
+        return paint_times(page, timeout)
     finally:
         context.close()
 
 
-def measure(urls: dict[str, str], rounds: int,
-            warm: bool = True) -> dict[str, tuple[float, float, float]]:
+def measure(browser, urls: dict[str, str], rounds: int, warm: tuple[str, ...] | None = None,
+            tab: Tab | None = None) -> dict[str, tuple[float, float, float]]:
     """Median (first paint, chart render, every chart) per name, in interleaved rounds, after
-    one load of each page (warm: caches filled, so this measures drawing)."""
-    from playwright.sync_api import sync_playwright
-
+    one load of each page named in `warm` (default: every page; caches filled, so this
+    measures drawing); in `tab`, every load in that one page."""
     times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in urls}
-    with sync_playwright() as p:
-        browser = launch(p)
-        for url in urls.values() if warm else ():               # warm-up: fill the caches
-            _load(browser, url, timeout=600_000)
-        names = list(urls)
-        for r in range(rounds):
-            for name in names if r % 2 == 0 else reversed(names):
-                times[name].append(_load(browser, urls[name]))
-        browser.close()
+    for name in urls if warm is None else warm:              # warm-up: fill the caches
+        _load(browser, urls[name], timeout=600_000, tab=tab)
+    names = list(urls)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else reversed(names):
+            times[name].append(_load(browser, urls[name], tab=tab))
     return {name: tuple(statistics.median(t[i] for t in ts) for i in range(3))
             for name, ts in times.items()}
 
 
-class Servers:
-    """The servers the parts of this benchmark open, started when first asked for and
-    stopped together: "app" (warm-up on), "app_off" (ATTENTION_EXPLORER_WARMUP=0), "bare"
-    (bench/pages.BARE) and "baseline" (BASELINE). run(quick=True) shares one set between
-    the parts; alone, each part starts its own."""
-
-    def __init__(self, app_dir: str | None = None) -> None:
-        self.tmp = tempfile.TemporaryDirectory()
-        self.app_dir, self.started = app_dir, {}
-
-    def __getitem__(self, name: str):
-        if name not in self.started:
-            scripts = {"bare": BARE, "baseline": BASELINE}
-            if name in scripts:
-                path = Path(self.tmp.name) / f"{name}.py"
-                path.write_text(scripts[name])
-                self.started[name] = server(str(path))
-            else:
-                kw = {"cwd": self.app_dir} if self.app_dir else {}
-                self.started[name] = server(warmup=name != "app_off", **kw)
-        return self.started[name]
-
-    def __enter__(self) -> "Servers":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for srv in self.started.values():
-            srv.stop()
-        self.tmp.cleanup()
-
-
-def _servers(shared: Servers | None, app_dir: str | None = None):
-    """`shared` left running (its owner stops it), else a set of this part's own."""
-    if shared is None:
-        return Servers(app_dir)
-    from contextlib import nullcontext
-
-    return nullcontext(shared)
-
-
-def run_paint(rounds: int = 7, quick: bool = False, shared: Servers | None = None) -> list[dict]:
+def run_paint(rounds: int = 7, quick: bool = False, shared: Session | None = None) -> list[dict]:
+    """quick: n = 16, 128 and QUICK_BIG against the one-rect chart at 64, one round, in the
+    quick run's one tab (the browser's cache warm: not what a new visitor waits for), on
+    servers that have run their pages once (warm_up and the clicks before)."""
     load = os.getloadavg()
-    sizes, rect_n = ((16, 256), 64) if quick else ((16, 512, 2048), 256)
+    sizes, rect_n = ((16, 128, QUICK_BIG), 64) if quick else ((16, 512, 2048), 256)
     big = sizes[-1]
-    with _servers(shared) as srv:
-        app, base = srv["app"], srv["baseline"]
+    with session(shared) as s:
+        app, base = s.servers["app"], s.servers["baseline"]
         urls = {f"heatmap n={n}": spec_url(app.url, "Heatmap", n) for n in sizes}
         urls["one-rect"] = f"{base.url}/?n={rect_n}"
         urls["bare page"] = f"{base.url}/?v=bare"
-        t = measure(urls, 1 if quick else rounds, warm=not quick)
+        t = measure(s.browser, urls, 1 if quick else rounds, () if quick else None, tab=s.tab)
 
     def detail(*names: str) -> str:
         return ", ".join(f"{name} {t[name][0]:.0f}/{t[name][1]:.0f} ms" for name in names)
@@ -189,11 +167,22 @@ def run_paint(rounds: int = 7, quick: bool = False, shared: Servers | None = Non
 
 
 def run(quick: bool = False) -> list[dict]:
-    if not quick:      # each part on servers of its own, as it always ran
+    if not quick:      # each part on servers and a browser of its own, as it always ran
         return run_paint() + run_clicks() + run_draws()
-    with Servers() as shared:
-        return (run_paint(quick=True, shared=shared) + run_clicks(quick=True, shared=shared)
-                + run_draws(quick=True, shared=shared))
+    with session(tab=True) as shared:
+        warm_up(shared)
+        clicks, draws = run_clicks(quick=True, shared=shared), run_draws(quick=True, shared=shared)
+        return run_paint(quick=True, shared=shared) + clicks + draws
+
+
+def warm_up(s: Session) -> None:
+    """A quick run's start: every server started, and its first script run (the imports)
+    made, side by side (pages.Tab.warm), before anything is timed."""
+    srv = s.servers
+    srv.start("app", "app_off", "bare", "baseline")
+    s.tab.warm(spec_url(srv["app"].url, "Heatmap", QUICK_BIG),
+               spec_url(srv["app_off"].url, "Heatmap", QUICK_BIG),
+               f"{srv['bare'].url}/", f"{srv['baseline'].url}/?v=bare")
 
 
 # (label of the picker, the two options clicked in turn) per page measured.
@@ -208,7 +197,6 @@ CLICKS = {"bare page": HEAD_PICKER, "heatmap n=16": HEAD_PICKER, "heatmap n=2048
           "bare page, buttons": (VIEW_BUTTONS, ("Follow one query", "Scaled vs unscaled")),
           "bare page, steps": (STEPS + "Query position", ("+", "-"))}
 BARES = {"bare page": "", "bare page, buttons": "?w=buttons", "bare page, steps": "?w=steps"}
-QUICK_CLICKS = ("bare page", "heatmap n=16", "heatmap n=2048")   # --quick: head clicks only
 
 
 def same_click(name: str) -> str:
@@ -233,6 +221,12 @@ def click_urls(app: str, bare: str, big: int = 2048) -> dict[str, str]:
             "model heads, head": spec_url(app, "Model_heads", 16)}
 
 
+def by_link(urls: dict[str, str]) -> list[str]:
+    """The names, those on the same link next to each other (a tab opens that link once)."""
+    links = list(urls.values())
+    return sorted(urls, key=lambda name: links.index(urls[name]))
+
+
 def click_rounds(browser, urls: dict[str, str], rounds: int,
                  passes: int = 2) -> dict[str, list[float]]:
     """Click-to-chart ms per page in two passes over the pages, the second in reverse order,
@@ -246,30 +240,50 @@ def click_rounds(browser, urls: dict[str, str], rounds: int,
     return times
 
 
-def _named(name: str, big: int) -> str:
+def quick_clicks(s: Session, names=tuple(CLICKS)) -> dict[str, tuple[float, dict]]:
+    """(click-to-chart ms, React renders) of one click per CLICKS row in `names`, at QUICK_BIG
+    tokens for 2,048: a quick run's click times (run_clicks, bench/cold_link.py) and render
+    counts (bench/renders.py) from one pass, each row measured once per set of servers (kept
+    in their `results`). The pages are opened in one tab carrying HOOK (s.tab, else a new
+    one), each link once; each row's click comes after one warm-up click of its own (a first
+    click of a kind can take twice as long), the rows on one link one after another. HOOK's
+    cost is within one click's noise
+    (medians of 6 clicks, 2026-12-03: a bare page's 78-93 ms with it, 77-90 without; the
+    Heatmap's head at 512 tokens 139-169 against 132-140 ms)."""
+    done = s.servers.results.setdefault("quick clicks", {})
+    urls = click_urls(s.servers["app"].url, s.servers["bare"].url, QUICK_BIG)
+    order = by_link({name: urls[name] for name in names if name not in done})
+    if order:
+        tab = s.tab or Tab(s.browser, HOOK)
+        for name in order:
+            label, options = CLICKS[name]
+            done[name] = click_times(s.browser, urls[name], label, options, 1, tab=tab,
+                                     timer=pick_counted)[0]
+    return {name: done[name] for name in names}
+
+
+def named(name: str, big: int) -> str:
     return name.replace("n=2048", f"n={big}")
 
 
 def run_clicks(rounds: int = 8, app_dir: str | None = None, quick: bool = False,
-               shared: Servers | None = None) -> list[dict]:
+               shared: Session | None = None) -> list[dict]:
     """Click-to-chart ratios against the same click on a bare page, measured in one run;
-    app_dir: the app of another checkout (e.g. `git archive` of an earlier commit)."""
-    from playwright.sync_api import sync_playwright
-
-    big = 256 if quick else 2048
+    app_dir: the app of another checkout (e.g. `git archive` of an earlier commit).
+    quick: one click per row, at QUICK_BIG tokens for 2,048 (quick_clicks)."""
+    big = QUICK_BIG if quick else 2048
     load = os.getloadavg()
-    with _servers(shared, app_dir) as srv, sync_playwright() as p:
-        urls = click_urls(srv["app"].url, srv["bare"].url, big)
+    with session(shared, app_dir, tab=quick) as s:
         if quick:
-            urls = {name: urls[name] for name in QUICK_CLICKS}
-            rounds = 2
-        browser = launch(p)
-        times = click_rounds(browser, urls, rounds, passes=1 if quick else 2)
-        browser.close()
+            times = {name: [ms] for name, (ms, _) in quick_clicks(s).items()}
+        else:
+            times = click_rounds(s.browser, click_urls(s.servers["app"].url,
+                                                       s.servers["bare"].url), rounds)
     median = {name: statistics.median(ts) for name, ts in times.items()}
-    rows = [row(f"click to chart: {_named(name, big)}", same_click(name),
+    rows = [row(f"click to chart: {named(name, big)}", same_click(name),
                 median[name] / median[same_click(name)], 2.0,
-                f"{median[name]:.0f} ms vs {median[same_click(name)]:.0f} ms (median of {rounds})")
+                f"{median[name]:.0f} ms vs {median[same_click(name)]:.0f} ms "
+                f"(median of {len(times[name])})")
             for name in median if name not in BARES]
     rows += [row(f"click on the {name} (context)", "bare page", median[name] / median["bare page"],
                  float("inf"), f"{median[name]:.0f} ms vs {median['bare page']:.0f} ms")
@@ -282,29 +296,26 @@ def run_clicks(rounds: int = 8, app_dir: str | None = None, quick: bool = False,
 WARMUPS = {"warm-up on": True, "ATTENTION_EXPLORER_WARMUP=0": False}
 
 
-def run_draws(rounds: int = 8, quick: bool = False, shared: Servers | None = None) -> list[dict]:
+def run_draws(rounds: int = 8, quick: bool = False, shared: Session | None = None) -> list[dict]:
     """The Heatmap's head click at 2,048 tokens until its canvas has been drawn again, on the
     app with and without its warm-up, against the same click on the bare page (its chart on
     a canvas), timed the same way (bench/pages.pick_drawn); pages taken in two passes, the
-    second in reverse order."""
-    from playwright.sync_api import sync_playwright
-
-    n = 256 if quick else 2048
-    rounds = 2 if quick else rounds
+    second in reverse order. quick: QUICK_BIG tokens, one click, no warm-up click (the first
+    is about a tenth slower: 235-282 against 211-234 ms on the Heatmap), in one tab."""
+    n = QUICK_BIG if quick else 2048
     load = os.getloadavg()
     label, options = HEAD_PICKER
-    with _servers(shared) as srv, sync_playwright() as p:
-        servers = {"bare page": srv["bare"], **{name: srv["app" if warmup else "app_off"]
-                                                for name, warmup in WARMUPS.items()}}
-        urls = {name: f"{s.url}/?r=canvas" if name == "bare page"
-                else spec_url(s.url, "Heatmap", n) for name, s in servers.items()}
-        browser = launch(p)
+    with session(shared, tab=quick) as s:
+        on = {"bare page": s.servers["bare"], **{name: s.servers["app" if warmup else "app_off"]
+                                                 for name, warmup in WARMUPS.items()}}
+        urls = {name: f"{srv.url}/?r=canvas" if name == "bare page"
+                else spec_url(srv.url, "Heatmap", n) for name, srv in on.items()}
         times: dict[str, list[float]] = {name: [] for name in urls}
         for order in (list(urls), list(urls)[::-1])[:1 if quick else 2]:
             for name in order:
-                times[name] += draw_times(browser, urls[name], label, options,
-                                          rounds if quick else max(1, rounds // 2))
-        browser.close()
+                times[name] += draw_times(s.browser, urls[name], label, options,
+                                          1 if quick else max(1, rounds // 2), tab=s.tab,
+                                          warmups=0 if quick else 1)
     median = {name: statistics.median(ts) for name, ts in times.items()}
     bare = median["bare page"]
     return [row(f"head click to drawn canvas, n={n}: {name}",

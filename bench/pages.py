@@ -4,15 +4,24 @@ the click they time. Kept apart from the modules that use them so none imports a
 
     server(script=None, warmup=True)  `streamlit run app.py` (or `script`) on a free port
                                       (tests.conftest.Server), ATTENTION_EXPLORER_WARMUP as asked
-    BARE                              the bare page: a title, one picker, one small chart
+    BARE, BASELINE                    the bare page: a title, one picker, one small chart; the
+                                      one-rect-per-cell altair heatmap (bench/browser_heatmap.py)
+    servers(), shared_servers()       the app's and those pages' servers, started when first
+                                      asked for; one set for a whole `python -m bench --quick`
     spec_url(base, path, n)           a page of the app with an n-token spec
     context(browser)                  a new browser context with bench/browser.py's probe
+    Tab(browser)                      one page that opens link after link (quick runs)
+    HOOK                              a script counting the React renders of a click
     pick(page, label, option)         ms from pointerdown until the rerun has drawn
+    pick_counted(page, label, option) pick's ms and the click's React renders (HOOK)
     click_times(browser, url, ...)    several picks on one warm page
     draw_times(browser, url, ...)     the same clicks, timed until the last canvas draw call
 """
 from __future__ import annotations
 
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -23,6 +32,7 @@ from bench.browser import PROBE
 
 ROOT = Path(__file__).resolve().parent.parent
 WARMUP_ENV = "ATTENTION_EXPLORER_WARMUP"
+QUICK_BIG = 512     # --quick: the size of the rows named 2,048 (past 256: a row's step buttons)
 
 # A bare page: a title, one picker and one small chart the picker changes. The picker is a
 # selectbox (a cold link's page, a head or layer click); ?w=buttons makes it a segmented
@@ -48,14 +58,91 @@ if st.query_params.get("r") == "canvas":
 st.altair_chart(chart)
 '''
 
+# The one-rect-per-cell altair heatmap at n (?n=, 256 by default; docs/architecture.md, "Long
+# inputs"), or with ?v=bare one small bar chart: bench/browser_heatmap.py's first-paint baselines.
+BASELINE = '''
+import altair as alt, numpy as np, pandas as pd, streamlit as st
+n = int(st.query_params.get("n", 256))
+st.title("baseline")
+if st.query_params.get("v") == "bare":
+    st.altair_chart(alt.Chart(pd.DataFrame({"x": list("abcdefghij"), "y": range(10)}))
+                    .mark_bar().encode(x="x:N", y="y:Q"))
+else:
+    q, k = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    w = np.random.default_rng(0).random((n, n))
+    frame = pd.DataFrame({"query": q.ravel(), "key": k.ravel(), "weight": w.ravel()})
+    st.altair_chart(alt.Chart(frame).mark_rect().encode(
+        x="key:O", y="query:O", color="weight:Q", tooltip=["query", "key", "weight"]))
+'''
+SCRIPTS = {"bare": BARE, "baseline": BASELINE}
 
-def server(script: str | None = None, cwd=ROOT, warmup: bool = True):
+
+def server(script: str | None = None, cwd=ROOT, warmup: bool = True,
+           env: dict[str, str] | None = None):
     """`streamlit run app.py` (or `script`) as a user starts it; warmup=False is the app with
     ATTENTION_EXPLORER_WARMUP=0 (no warm-up thread, no prefetching: what `streamlit run
-    app.py` was before the pages started them)."""
+    app.py` was before the pages started them); `env`: more environment variables."""
     from tests.conftest import Server
 
-    return Server(script, cwd=cwd, env={WARMUP_ENV: "1" if warmup else "0"})
+    return Server(script, cwd=cwd, env={WARMUP_ENV: "1" if warmup else "0", **(env or {})})
+
+
+class Servers:
+    """Servers started when first asked for and stopped together: "app" (warm-up on),
+    "app_off" (ATTENTION_EXPLORER_WARMUP=0), and the SCRIPTS pages "bare" and "baseline".
+    app_dir: the app of another checkout."""
+
+    def __init__(self, app_dir: str | None = None) -> None:
+        self.tmp = tempfile.TemporaryDirectory()
+        self.app_dir, self.started = app_dir, {}
+        self.results: dict = {}   # what modules measured on these servers, to share (quick runs)
+
+    def _start(self, name: str):
+        if name in SCRIPTS:
+            path = Path(self.tmp.name) / f"{name}.py"
+            path.write_text(SCRIPTS[name])
+            return server(str(path))
+        return server(warmup=name != "app_off", **({"cwd": self.app_dir} if self.app_dir else {}))
+
+    def start(self, *names: str) -> None:
+        """Start those not yet running side by side (each start mostly waits on its process)."""
+        todo = [name for name in dict.fromkeys(names) if name not in self.started]
+        with ThreadPoolExecutor(max(1, len(todo))) as pool:
+            self.started.update(zip(todo, pool.map(self._start, todo)))
+
+    def __getitem__(self, name: str):
+        self.start(name)
+        return self.started[name]
+
+    def __enter__(self) -> "Servers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for srv in self.started.values():
+            srv.stop()
+        self.tmp.cleanup()
+
+
+_shared: Servers | None = None
+
+
+@contextmanager
+def shared_servers():
+    """One set of Servers for every module run inside (`python -m bench --quick`): a server,
+    and the imports of the app's first run, are paid once, not once per module."""
+    global _shared
+    with Servers() as srv:
+        _shared = srv
+        try:
+            yield srv
+        finally:
+            _shared = None
+
+
+def servers(app_dir: str | None = None):
+    """A context giving the shared Servers if a shared_servers() is open (left running: its
+    owner stops them), else a set of the caller's own, stopped when the context ends."""
+    return nullcontext(_shared) if _shared is not None and app_dir is None else Servers(app_dir)
 
 
 def launch(p):
@@ -135,6 +222,47 @@ RUNS = """
 })();
 """
 
+# Counts into window.__fib while it is set: {commits, renders, by: {"main:stSelectbox": n}}.
+HOOK = r"""(() => {
+  let previous = new WeakSet();
+  const COMPONENTS = new Set([0, 1, 11, 14, 15]);   // function, class, forwardRef, memo
+  const where = (fiber) => {                        // the element container a fiber draws in
+    let f = fiber;
+    while (f && !(f.tag === 5 && f.stateNode && f.stateNode.closest)) f = f.return;
+    const node = f && f.stateNode;
+    if (!node || !node.closest) return 'detached';
+    const side = node.closest('[data-testid="stSidebar"]') ? 'side' : 'main';
+    const box = node.closest('[data-testid="stElementContainer"]');
+    const inner = box && box.firstElementChild;
+    if (inner) return side + ':' + (inner.getAttribute('data-testid') || 'element');
+    const block = node.closest('[data-testid]');
+    return side + ':' + (block ? block.getAttribute('data-testid') : 'root');
+  };
+  window.__REACT_DEVTOOLS_GLOBAL_HOOK__ = {
+    supportsFiber: true, isDisabled: false, renderers: new Map(),
+    inject() { return 1; }, checkDCE() {}, onCommitFiberUnmount() {},
+    onPostCommitFiberRoot() {}, setStrictMode() {},
+    onCommitFiberRoot(id, root) {
+      const seen = new WeakSet(), stack = [root.current], count = window.__fib;
+      while (stack.length) {
+        const f = stack.pop();
+        seen.add(f);
+        if (count && COMPONENTS.has(f.tag) && !previous.has(f) && (f.flags & 1)) {
+          const at = where(f);
+          count.by[at] = (count.by[at] || 0) + 1;
+          count.renders += 1;
+        }
+        if (f.sibling) stack.push(f.sibling);
+        if (f.child) stack.push(f.child);
+      }
+      previous = seen;
+      if (count) count.commits += 1;
+    },
+  };
+})();
+"""
+
+
 SETTLE = 150   # ms without a message before a click counts as done
 DRAW_SETTLE = 400   # ms without a message or a draw call before a drawn click counts as done
 
@@ -192,38 +320,102 @@ def pick_drawn(page, label: str, option: str, timeout: float = 300_000) -> float
     return drawn.json_value()
 
 
-def _open(browser, url: str, *scripts: str):
-    ctx = context(browser)
-    for script in (RUNS, *scripts):
-        ctx.add_init_script(script)
-    page = ctx.new_page()
-    page.goto(url)
-    # ready after a run: the probe's __done, or, when the first run started and ended between
-    # two frames (the probe then never saw it running), a message came and the page is ready
+def _ready(page) -> None:
+    """Wait until the page is ready after a run: the probe's __done, or, when the first run
+    started and ended between two frames (the probe then never saw it running), a message
+    came and the page is ready (RUNS)."""
     page.wait_for_function(
-        "() => window.__done !== undefined || (window.__msgs > 0 && window.__clicked !== undefined)",
+        "() => window.__done !== undefined"
+        " || (window.__msgs > 0 && window.__clicked !== undefined)",
         timeout=600_000, polling=50)
-    return ctx, page
 
 
-def click_times(browser, url: str, label: str, options: tuple[str, str],
-                clicks: int) -> list[float]:
-    """Click-to-chart ms of `clicks` alternating choices on one warm page (after one warm-up)."""
-    ctx, page = _open(browser, url)
+def paint_times(page, timeout: float = 180_000, polling=100) -> tuple[float, float, float]:
+    """(first paint, chart render, every chart) in ms of the page's load, from the probe
+    (bench/browser.py): navigation start -> the first chart drawn; that chart's insertion ->
+    drawn; its insertion -> the script done and every chart in the main area drawn."""
+    page.wait_for_function("() => window.__all !== undefined", timeout=timeout, polling=polling)
+    painted, inserted, every = page.evaluate(
+        "() => [window.__painted, window.__inserted, window.__all]")
+    return painted, painted - inserted, every - inserted
+
+
+class Tab:
+    """A page in a context of its own (the probe, RUNS and `scripts` in it) that opens link
+    after link. A link opened in the same context finds Streamlit's scripts in the browser's
+    cache: about 0.7-1.3 s against 2.5 s in a new context, which is why the quick runs reuse
+    one tab. Opening the link the tab is on already (the last one it opened) keeps the page as
+    it is, clicks and all. `paints`: each opened link's paint_times (of a page with a chart),
+    for a quick run's first paints to take instead of loading the link again."""
+
+    def __init__(self, browser, *scripts: str) -> None:
+        self.ctx = context(browser)
+        for script in (RUNS, *scripts):
+            self.ctx.add_init_script(script)
+        self.page, self.url = self.ctx.new_page(), None
+        self.paints: dict[str, tuple[float, float, float]] = {}
+
+    def open(self, url: str):
+        if url != self.url:
+            self.page.goto(url)
+            _ready(self.page)
+            self.url = url
+            if self.page.evaluate("() => window.__inserted !== undefined"):   # a chart came
+                self.paints[url] = paint_times(self.page, polling="raf")
+        return self.page
+
+    def warm(self, *urls: str) -> None:
+        """Open every link at once, each in a page of its own in this tab's context, and wait
+        until all are ready: the servers' first script runs (their imports: seconds each)
+        overlap instead of following each other, and the browser's cache holds each server's
+        scripts. Before anything is timed: they share the cores."""
+        pages = [self.ctx.new_page() for _ in urls]
+        for page, url in zip(pages, urls):
+            page.goto(url, wait_until="commit")
+        for page in pages:
+            _ready(page)
+            page.close()
+
+    def visit(self, url: str):
+        """The page, sent to `url` without waiting (the caller waits for what it times)."""
+        self.url = None           # no link known to be open and settled
+        self.page.goto(url)
+        return self.page
+
+    def close(self) -> None:
+        self.ctx.close()
+
+
+@contextmanager
+def opened(browser, url: str, tab: Tab | None = None, scripts: tuple[str, ...] = ()):
+    """The page at `url`, ready: in `tab`, else in a new Tab (with `scripts`) closed afterwards."""
+    own = Tab(browser, *scripts) if tab is None else None
     try:
-        return [pick(page, label, options[r % 2], timeout=120_000)
-                for r in range(clicks + 1)][1:]                  # the first click warms up
+        yield (tab or own).open(url)
     finally:
-        ctx.close()
+        if own is not None:
+            own.close()
 
 
-def draw_times(browser, url: str, label: str, options: tuple[str, str],
-               clicks: int) -> list[float]:
-    """Click-to-draw ms (pick_drawn) of `clicks` alternating choices on one warm page, after
-    one warm-up click."""
-    ctx, page = _open(browser, url)
-    try:
-        return [pick_drawn(page, label, options[r % 2], timeout=120_000)
-                for r in range(clicks + 1)][1:]
-    finally:
-        ctx.close()
+def pick_counted(page, label: str, option: str, timeout: float = 300_000) -> tuple[float, dict]:
+    """pick's ms, and the React renders of the click as HOOK (in the page) counts them:
+    {commits, renders, by}."""
+    page.evaluate("() => { window.__fib = {commits: 0, renders: 0, by: {}}; }")
+    return pick(page, label, option, timeout), page.evaluate("() => window.__fib")
+
+
+def click_times(browser, url: str, label: str, options: tuple[str, str], clicks: int,
+                tab: Tab | None = None, warmups: int = 1, timer=pick,
+                scripts: tuple[str, ...] = ()) -> list:
+    """What `timer` returns (pick: click-to-chart ms; pick_drawn: click-to-draw ms;
+    pick_counted: ms and renders) for `clicks` alternating choices on one warm page, after
+    `warmups` others; on a new page (with `scripts`), or in `tab`."""
+    with opened(browser, url, tab, scripts) as page:
+        return [timer(page, label, options[r % 2], timeout=120_000)
+                for r in range(warmups + clicks)][warmups:]
+
+
+def draw_times(browser, url: str, label: str, options: tuple[str, str], clicks: int,
+               tab: Tab | None = None, warmups: int = 1) -> list[float]:
+    """Click-to-draw ms (pick_drawn) of `clicks` alternating choices on one warm page."""
+    return click_times(browser, url, label, options, clicks, tab, warmups, timer=pick_drawn)
