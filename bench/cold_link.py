@@ -23,8 +23,12 @@ Heatmap's head picker until the page's script has run again, is idle and every c
 drawn (bench/pages.py's pick); at 16 and 2,048 tokens, against the same click on a bare
 page with a selectbox and one chart.
 
---quick: one round, the bare page and the Heatmap only (no disk cache to fill), no clicks;
-ratios not held to their targets.
+"Does the model use it?" is the Importance page's link as the page writes it (its corpus,
+words-only switch and layer after the sidebar's spec): its default view, read from the
+results shipped with the code (attention/data/importance), with MiniLM loaded on the visit.
+
+--quick: one round, the bare page, the Heatmap and the Importance page only (no disk cache to
+fill), no clicks; ratios not held to their targets.
 """
 from __future__ import annotations
 
@@ -40,8 +44,11 @@ from bench.browser import done_ms
 from bench.pages import BARE, HEAD_PICKER, click_times, context, launch, server, spec_url
 from bench.timing import print_table, row
 
+IMPORTANCE = "Does the model use it?"
 PAGES = {"Input": "", "Heatmap": "Heatmap", "Score analysis": "Score_analysis",
-         "Model heads": "Model_heads", "Is sharper better?": "Is_sharper_better"}
+         "Model heads": "Model_heads", "Is sharper better?": "Is_sharper_better",
+         IMPORTANCE: "Does_the_model_use_it?imp_corpus=bundled%3Aen&imp_words=True&imp_layer=5"}
+QUICK_PAGES = ("Heatmap", IMPORTANCE)
 
 
 def cold_paint(browser, script: str | None, path: str | None, cache: str, n: int = 11,
@@ -84,9 +91,9 @@ def _measurements(bare: str, before: bool, compare: str | None = None, quick: bo
                   ) -> dict[str, tuple[str | None, str | None, bool, str | None, bool]]:
     """name -> (script, page path, empty disk cache, checkout or None, warm-up) of each
     measurement; with `compare` (another checkout), its app on the same pages, in the same
-    rounds. quick: the bare page and the Heatmap only."""
+    rounds. quick: the bare page and QUICK_PAGES only."""
     out = {"bare page": (bare, None, True, None, True)}
-    pages = {"Heatmap": PAGES["Heatmap"]} if quick else PAGES
+    pages = {name: PAGES[name] for name in QUICK_PAGES} if quick else PAGES
     out.update({name: (None, path, False, None, True) for name, path in pages.items()})
     if not quick:
         out[EMPTY] = (None, PAGES["Is sharper better?"], True, None, True)
