@@ -28,7 +28,9 @@ words-only switch and layer after the sidebar's spec): its default view, read fr
 results shipped with the code (attention/data/importance), with MiniLM loaded on the visit.
 
 --quick: one round, the bare page, the Heatmap and the Importance page only (no disk cache to
-fill), no clicks; ratios not held to their targets.
+fill; their three servers started side by side before the round, each still cold when its link
+comes), and one head click at 16 and at 512 tokens: the quick run's (bench/browser_heatmap.
+quick_clicks, on its shared servers); ratios not held to their targets.
 """
 from __future__ import annotations
 
@@ -37,11 +39,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from attention.files.diskcache import ENV as CACHE_ENV
 from bench.browser import done_ms
-from bench.pages import BARE, HEAD_PICKER, click_times, context, launch, server, spec_url
+from bench.browser_heatmap import Session, named, quick_clicks
+from bench.pages import (BARE, HEAD_PICKER, QUICK_BIG, click_times, context, launch, server,
+                         servers, spec_url)
 from bench.timing import print_table, row
 
 IMPORTANCE = "Does the model use it?"
@@ -51,18 +56,24 @@ PAGES = {"Input": "", "Heatmap": "Heatmap", "Score analysis": "Score_analysis",
 QUICK_PAGES = ("Heatmap", IMPORTANCE)
 
 
-def cold_paint(browser, script: str | None, path: str | None, cache: str, n: int = 11,
-               timeout: float = 600_000, cwd: str | None = None, warmup: bool = True) -> float:
-    """ms from navigation start to a settled page, the link being a new server's first request.
-
-    script None: `streamlit run app.py`; else `streamlit run script`. path None: the root page
-    (the bare script), else the app's page `path` with an n-token spec. cache: the disk cache.
-    cwd: another checkout of the app to start (default: this one). warmup False: with
-    ATTENTION_EXPLORER_WARMUP=0."""
+def cold_server(script: str | None, cache: str, cwd: str | None = None, warmup: bool = True):
+    """A server that has served nothing yet. script None: `streamlit run app.py`; else
+    `streamlit run script`. cache: the disk cache. cwd: another checkout of the app to start
+    (default: this one). warmup False: with ATTENTION_EXPLORER_WARMUP=0."""
     from tests.conftest import ROOT
 
-    os.environ[CACHE_ENV] = cache
-    srv = server(script, cwd=cwd or ROOT, warmup=warmup)
+    return server(script, cwd=cwd or ROOT, warmup=warmup, env={CACHE_ENV: cache})
+
+
+def cold_paint(browser, script: str | None, path: str | None, cache: str, n: int = 11,
+               timeout: float = 600_000, cwd: str | None = None, warmup: bool = True,
+               srv=None) -> float:
+    """ms from navigation start to a settled page, the link being a new server's first request.
+
+    path None: the root page (the bare script), else the app's page `path` with an n-token
+    spec. srv: the server (cold_server(script, cache, cwd, warmup)) if started already, else
+    started here; stopped at the end."""
+    srv = srv or cold_server(script, cache, cwd, warmup)
     ctx = context(browser)
     try:
         page = ctx.new_page()
@@ -107,6 +118,17 @@ def _measurements(bare: str, before: bool, compare: str | None = None, quick: bo
     return out
 
 
+def _started(plan: dict, caches: dict[str, str]) -> dict:
+    """name -> a cold_server for each measurement in `caches` (its disk cache), all started at
+    once: each start mostly waits on its own process."""
+    def start(name: str):
+        script, _, _, checkout, warmup = plan[name]
+        return cold_server(script, caches[name], checkout, warmup)
+
+    with ThreadPoolExecutor(len(caches)) as pool:
+        return dict(zip(caches, pool.map(start, caches)))
+
+
 def _clicks(browser, bare: str, rounds: int, sizes=(16, 2048)) -> dict[str, float]:
     app, base = server(), server(bare)
     try:
@@ -119,14 +141,23 @@ def _clicks(browser, bare: str, rounds: int, sizes=(16, 2048)) -> dict[str, floa
         base.stop()
 
 
+def _quick_clicks(browser) -> dict[str, float]:
+    """The same head clicks at 16 and QUICK_BIG tokens, one each: those of the quick run's
+    one pass of clicks (bench/browser_heatmap.quick_clicks, on the shared servers), made
+    here only if it has not run."""
+    with servers() as srv:
+        got = quick_clicks(Session(srv, browser), ("bare page", "heatmap n=16", "heatmap n=2048"))
+    return {named(name, QUICK_BIG): ms for name, (ms, _) in got.items()}
+
+
 def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
         clicks_too: bool = True, compare: str | None = None, quick: bool = False) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     from tests.conftest import ROOT
 
-    if quick:           # head clicks: bench/browser_heatmap.py's quick run has them
-        rounds, clicks_too = 1, False
+    if quick:
+        rounds = 1
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         bare = Path(tmp) / "bare_page.py"
@@ -151,16 +182,20 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
         pairs = [n for name in pages for n in (name, name + COMPARED) if n in cold]
         names = ["bare page", *pairs] + ([] if quick else ["bare page"])
         for r in range(rounds):
-            for name in names if r % 2 == 0 else reversed(names):
-                script, path, empty, checkout, warmup = plan[name]
-                cache = tempfile.mkdtemp(dir=tmp) if empty else fills[checkout]
-                cold[name].append(cold_paint(browser, script, path, cache, cwd=checkout,
-                                             warmup=warmup))
+            order = names if r % 2 == 0 else names[::-1]
+            caches = {name: tempfile.mkdtemp(dir=tmp) if plan[name][2] else fills[plan[name][3]]
+                      for name in order}
+            # quick: the round's servers started side by side beforehand (idle until visited)
+            started = _started(plan, caches) if quick else {}
+            for name in order:
+                script, path, _, checkout, warmup = plan[name]
+                cold[name].append(cold_paint(browser, script, path, caches[name], cwd=checkout,
+                                             warmup=warmup, srv=started.get(name)))
                 print(f"round {r}: {name}: {cold[name][-1]:.0f} ms, load {os.getloadavg()[0]:.1f}",
                       file=sys.stderr, flush=True)
         os.environ[CACHE_ENV] = filled
-        click = _clicks(browser, str(bare), click_rounds, (16,) if quick else (16, 2048)) \
-            if clicks_too else {}
+        click = {} if not clicks_too else _quick_clicks(browser) if quick else \
+            _clicks(browser, str(bare), click_rounds)
         browser.close()
     paint = {name: statistics.median(ts) for name, ts in cold.items()}
     rows = [row(f"cold first paint: {name}", "bare page on a cold server",
