@@ -15,7 +15,8 @@ A thread samples the resident memory (VmRSS) of the server process and its child
 
     python -m bench memory
     python -m bench.memory [CHECKOUT]    # another checkout's app (e.g. a worktree of main)
-    python -m bench.memory --quick       # 2 sessions x 256 tokens, Input and Heatmap only
+    python -m bench.memory --quick       # 2 sessions x 256 tokens, the Heatmap only, on the
+                                         # quick run's shared server if there is one
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import shutil
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -34,6 +36,7 @@ import numpy as np
 from attention.text.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
+from bench.pages import servers
 from bench.timing import print_table, row
 
 SESSIONS, ROUNDS, N, HEADS = 8, 1, 2048, 12
@@ -54,7 +57,7 @@ VISITS = (                      # (name, path, whose spec, what shows the page h
 VIEWS = {"Model heads upload": {"mh_tab": "upload"}}   # a visit's view parameters
 
 
-QUICK = {"sessions": 2, "n": 256, "visits": VISITS[:2]}   # --quick: small sizes, two pages
+QUICK = {"sessions": 2, "n": 256, "visits": VISITS[1:2]}   # --quick: small sizes, the Heatmap
 
 
 def long_spec(session: int, rnd: int, n: int = N) -> AttentionSpec:
@@ -179,26 +182,42 @@ async def all_sessions(base: str, log: list, sessions: int = SESSIONS, n: int = 
             await browser.close()
 
 
-def measure(checkout: Path | None = None, sessions: int = SESSIONS, n: int = N,
-            visits=VISITS) -> dict:
-    """Peak RSS (bytes) of a server of `checkout` (default: this one) under the 8 sessions."""
+@contextmanager
+def _server(checkout: Path | None, shared: bool):
+    """A new server of `checkout` (default: this one), stopped at the end; with `shared`, the
+    app's server of bench/pages.servers() instead: in a quick run of every module the one
+    the browser modules have used (warm: it starts higher, so its peak is an upper bound)."""
+    if shared and checkout is None:
+        with servers() as srv:
+            yield srv["app"]
+        return
     from tests.conftest import ROOT, Server
 
     server = Server(cwd=checkout or ROOT)
-    sampler = Sampler(server.proc.pid)
-    idle = tree_rss(server.proc.pid)
-    log: list = []
-    began = time.monotonic()
-    sampler.start()
     try:
+        yield server
+    finally:
+        server.stop()
+
+
+def measure(checkout: Path | None = None, sessions: int = SESSIONS, n: int = N,
+            visits=VISITS, shared: bool = False) -> dict:
+    """Peak RSS (bytes) of a server of `checkout` (default: this one) under the 8 sessions
+    (shared: _server's)."""
+
+    with _server(checkout, shared) as server:
+        sampler = Sampler(server.proc.pid)
+        idle = tree_rss(server.proc.pid)
+        log: list = []
+        began = time.monotonic()
+        sampler.start()
         try:
             asyncio.run(all_sessions(server.url, log, sessions, n, visits))
         except asyncio.TimeoutError:
             log.append(("all", "-", "-", f"deadline {DEADLINE} s"))
-    finally:
-        sampler.stop_event.set()
-        sampler.join()
-        server.stop()
+        finally:
+            sampler.stop_event.set()
+            sampler.join()
     errors = [entry for entry in log if entry[3] != "ok"]
     return {"peak": sampler.peak, "idle": idle, "pages": len(log) - len(errors),
             "errors": errors, "seconds": time.monotonic() - began, "samples": sampler.samples}
@@ -206,7 +225,7 @@ def measure(checkout: Path | None = None, sessions: int = SESSIONS, n: int = N,
 
 def run(checkout: Path | None = None, quick: bool = False) -> list[dict]:
     size = QUICK if quick else {"sessions": SESSIONS, "n": N, "visits": VISITS}
-    m = measure(checkout, **size)
+    m = measure(checkout, **size, shared=quick)
     expected = size["sessions"] * ROUNDS * len(size["visits"])
     detail = (f"peak {m['peak'] / 1e9:.2f} GB, idle {m['idle'] / 1e9:.2f} GB; "
               f"{m['pages']}/{expected} pages drawn, {len(m['errors'])} errors "
