@@ -27,7 +27,7 @@ from .timing import interleaved_medians, print_table, row
 
 HEADS, D_K = 12, 64
 SIZES = {64: 30, 512: 8, 2048: 4}  # n -> repeats
-QUICK_SIZES, QUICK_MEMORY_N = {64: 5, 256: 2}, 256
+QUICK_SIZES, QUICK_MEMORY_N = {64: 5, 128: 3, 256: 2}, 256   # three sizes, as the full run
 TIME_TARGET = 4.0
 MEMORY_N, MEMORY_TARGET_GB = 2048, 1.0
 ROOT = Path(__file__).resolve().parent.parent
