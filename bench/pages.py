@@ -344,9 +344,10 @@ class Tab:
     """A page in a context of its own (the probe, RUNS and `scripts` in it) that opens link
     after link. A link opened in the same context finds Streamlit's scripts in the browser's
     cache: about 0.7-1.3 s against 2.5 s in a new context, which is why the quick runs reuse
-    one tab. Opening the link the tab is on already (the last one it opened) keeps the page as
-    it is, clicks and all. `paints`: each opened link's paint_times (of a page with a chart),
-    for a quick run's first paints to take instead of loading the link again."""
+    one tab. Opening the link the tab is on already (the last one it opened), or one that
+    warm() left open, keeps that page as it is, clicks and all. `paints`: each link's
+    paint_times as open() loaded it (a page with a chart), for a quick run's first paints to
+    take instead of loading the link again."""
 
     def __init__(self, browser, *scripts: str) -> None:
         self.ctx = context(browser)
@@ -354,8 +355,13 @@ class Tab:
             self.ctx.add_init_script(script)
         self.page, self.url = self.ctx.new_page(), None
         self.paints: dict[str, tuple[float, float, float]] = {}
+        self.kept: dict = {}      # link -> a page warm() left on it
 
     def open(self, url: str):
+        if url in self.kept:
+            self.page.close()
+            self.page, self.url = self.kept.pop(url), url
+            self.page.bring_to_front()
         if url != self.url:
             self.page.goto(url)
             _ready(self.page)
@@ -368,13 +374,14 @@ class Tab:
         """Open every link at once, each in a page of its own in this tab's context, and wait
         until all are ready: the servers' first script runs (their imports: seconds each)
         overlap instead of following each other, and the browser's cache holds each server's
-        scripts. Before anything is timed: they share the cores."""
+        scripts. Before anything is timed: they share the cores. The pages stay open for
+        open() to take."""
         pages = [self.ctx.new_page() for _ in urls]
         for page, url in zip(pages, urls):
             page.goto(url, wait_until="commit")
         for page in pages:
             _ready(page)
-            page.close()
+        self.kept.update(zip(urls, pages))
 
     def visit(self, url: str):
         """The page, sent to `url` without waiting (the caller waits for what it times)."""
