@@ -7,7 +7,7 @@ machines are small and noisy.
     python -m bench --quick          every module on small sizes (under 2 minutes on 2 cores):
                                      the ratios are printed, not held to their targets; the
                                      browser modules share one set of servers
-                                     (bench/pages.shared_servers)
+                                     (bench/servers.shared_servers)
     python -m bench core models      a subset (any module of bench/, e.g. model_page)
 
 Exit status: 1 when a module raised (its row says FAILED and why; the others still run), else
@@ -34,7 +34,7 @@ from contextlib import nullcontext
 
 import torch
 
-from bench.pages import shared_servers
+from bench.servers import shared_servers
 from bench.timing import print_table, row
 
 MODULES = ["core", "analysis", "threads", "apptest_rerun", "browser_heatmap", "renders",

@@ -12,7 +12,7 @@ from unittest import mock
 from streamlit.testing.v1 import AppTest
 
 from attention.spec import AttentionSpec
-from bench.pages import WARMUP_ENV
+from bench.servers import WARMUP_ENV
 from bench.timing import print_table, row
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -31,7 +31,7 @@ the zoom window's size at 2,048 (a new layout: the canvas figure builds its elem
 of the followed query in the one-row view (a step of its position input), and of the view
 (comparison <-> one row: one section replaced by another), and a layer or head change on
 Model heads, each against the same kind of click on a bare page with that one picker and one
-small chart (bench/pages.py's BARE: a selectbox for head and layer, a segmented control
+small chart (bench/servers.py's BARE: a selectbox for head and layer, a segmented control
 for a view change and the zoom window's size, a number input's step for the row; a segmented
 control's pick is about a quarter cheaper than a selectbox's, which closes its list), all in
 one run, the pages
@@ -47,9 +47,10 @@ chart on a canvas (Vega's canvas renderer), timed the same way. Target <= 2.
 
 --quick: every row, at small sizes (QUICK_BIG = 512 tokens for 2,048; 128 for 512; the
 one-rect chart at 64), one round or one click (after one warm-up click, but for the drawn
-canvas), on one set of servers (the whole quick run's, bench/pages.shared_servers) and in one browser tab that
-opens page after page (Streamlit's scripts cached: a page opens in about a second, not 2.5 s;
-the first paints are then a returning visitor's). Ratios not held to their targets.
+canvas), on one set of servers (the whole quick run's, bench/servers.shared_servers) and in
+one browser tab that opens page after page (Streamlit's scripts cached: a page opens in about
+a second, not 2.5 s; the first paints are then a returning visitor's). Ratios not held to
+their targets.
 """
 from __future__ import annotations
 
@@ -60,9 +61,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from bench.browser import PROBE  # __inserted, __painted, __all: see bench/browser.py
-from bench.pages import (HEAD_PICKER, HOOK, QUICK_BIG, STEPS, VIEW_BUTTONS, Servers, Tab,
-                         click_times, draw_times, launch, paint_times, pick_counted, servers,
-                         spec_url)
+from bench.pages import (HEAD_PICKER, HOOK, QUICK_BIG, STEPS, VIEW_BUTTONS, Tab, click_times,
+                         draw_times, launch, paint_times, pick_counted, spec_url)
+from bench.servers import Servers, servers
 from bench.timing import print_table, row
 
 
@@ -79,7 +80,7 @@ class Session:
 @contextmanager
 def session(shared: Session | None = None, app_dir: str | None = None, tab: bool = False):
     """`shared` as it is (its owner closes it), else a Session of this part's own: servers
-    (bench/pages.servers: the quick run's shared ones if open), a browser and, with tab=True,
+    (bench/servers.servers: the quick run's shared ones if open), a browser and, with tab=True,
     one Tab with HOOK (quick_clicks counts renders in it)."""
     if shared is not None:
         yield shared

@@ -45,8 +45,8 @@ from pathlib import Path
 from attention.files.diskcache import ENV as CACHE_ENV
 from bench.browser import done_ms
 from bench.browser_heatmap import Session, named, quick_clicks
-from bench.pages import (BARE, HEAD_PICKER, QUICK_BIG, click_times, context, launch, server,
-                         servers, spec_url)
+from bench.pages import HEAD_PICKER, QUICK_BIG, click_times, context, launch, spec_url
+from bench.servers import BARE, server, servers
 from bench.timing import print_table, row
 
 IMPORTANCE = "Does the model use it?"

@@ -36,7 +36,7 @@ import numpy as np
 from attention.text.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
-from bench.pages import servers
+from bench.servers import servers
 from bench.timing import print_table, row
 
 SESSIONS, ROUNDS, N, HEADS = 8, 1, 2048, 12
@@ -185,7 +185,7 @@ async def all_sessions(base: str, log: list, sessions: int = SESSIONS, n: int = 
 @contextmanager
 def _server(checkout: Path | None, shared: bool):
     """A new server of `checkout` (default: this one), stopped at the end; with `shared`, the
-    app's server of bench/pages.servers() instead: in a quick run of every module the one
+    app's server of bench/servers.servers() instead: in a quick run of every module the one
     the browser modules have used (warm: it starts higher, so its peak is an upper bound)."""
     if shared and checkout is None:
         with servers() as srv:

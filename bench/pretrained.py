@@ -103,7 +103,8 @@ def server_rss_mb(timeout: float = 240.0) -> float | None:
         return None
     from playwright.sync_api import sync_playwright
 
-    from bench.pages import launch, server
+    from bench.pages import launch
+    from bench.servers import server
 
     srv = server()
     try:
