@@ -124,13 +124,14 @@ def test_uploaded_q_and_k_stay_when_another_part_is_opened(server, page, tmp_pat
     page.goto(f"{server.url}/Model_heads?{urlencode(toy.to_query())}&mh_tab=upload")
     wait_for_app(page)
     main = page.locator('[data-testid="stMain"]')
-    inputs = main.locator('input[type="file"]')
     # one file at a time: the Q upload's rerun lands before K is set (set at once, on a slow
-    # machine the K upload's rerun once came first and the Q uploader was drawn empty)
-    for i, (name, region) in enumerate((("q", "Q (queries)"), ("k", "K (keys)"))):
-        inputs.nth(i).set_input_files(str(tmp_path / f"{name}.npy"))
-        expect(main.get_by_role("region", name=region).get_by_text(f"{name}.npy")).to_be_visible(
-            timeout=LOAD)
+    # machine the K upload's rerun once came first and the Q uploader was drawn empty). Each
+    # file goes to the input inside its own uploader's region: the n-th input of the page
+    # once was K's, while Q's uploader was being drawn again (a fresh clone's CI)
+    for name, region in (("q", "Q (queries)"), ("k", "K (keys)")):
+        box = main.get_by_role("region", name=region)
+        box.locator('input[type="file"]').set_input_files(str(tmp_path / f"{name}.npy"))
+        expect(box.get_by_text(f"{name}.npy")).to_be_visible(timeout=LOAD)
         wait_for_app(page)
     expect(main.get_by_text("2 head(s), 5 tokens, d_k = 8")).to_be_visible(timeout=LOAD)
     expect(main.locator(".ae-heatmap canvas").first).to_be_visible(timeout=LOAD)
