@@ -25,7 +25,7 @@ page with a selectbox and one chart.
 
 "Does the model use it?" is the Importance page's link as the page writes it (its corpus,
 words-only switch and layer after the sidebar's spec): its default view, read from the
-results shipped with the code (attention/data/importance), with MiniLM loaded on the visit.
+results shipped with the code (attention/data/importance); no model is loaded for it.
 
 --quick: one round, the bare page, the Heatmap and the Importance page only (no disk cache to
 fill; their three servers started side by side before the round, each still cold when its link

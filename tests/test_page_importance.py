@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attention import models as M
+from attention import config, models as M
 from attention.conclusions.importance import conclusions
+from attention.errors import UserError
 from attention.files import diskcache
 from attention.importance import shipped
 from attention.spec import AttentionSpec
@@ -82,6 +83,29 @@ def test_default_view_shows_the_shipped_results(lang, record, monkeypatch):
         assert not numeric.isna().any().any()
 
 
+def test_a_stored_view_loads_no_model_and_a_refused_one_reads_nothing(record, monkeypatch):
+    """The default view is drawn from its record alone (model name, layers, readout): no
+    model is loaded on a cold link. A model the server's policy refuses gets the loader's one
+    sentence, and nothing is read or computed for it."""
+    from attention.ui.views import importance as view
+
+    def no_load(*_a, **_k):
+        raise AssertionError("the page loaded a model")
+    monkeypatch.setattr(M, "load_model", no_load)
+    page = _open("en", monkeypatch)
+    assert not page.exception and not page.error
+    assert any(record.values["model"] in m.value for m in page.markdown)   # the intro
+    layers = page.selectbox(key=f"view_{view.LAYER_KEY}")
+    assert layers.options == [str(i) for i in range(record.values["layers"])]
+    monkeypatch.setattr(view, "model_source", lambda spec: "/etc")
+    monkeypatch.setattr(shipped, "results", no_load)
+    page = _open("en", monkeypatch)
+    assert not page.exception
+    want = str(UserError("models.not_allowed", source=config.shown("/etc"),
+                         allowed=", ".join(config.policy().sources), env=config.ENV_LOCAL))
+    assert [e.value for e in page.error] == [want]
+
+
 def test_words_only_and_layer_are_in_the_url_and_switch_the_frames(record, monkeypatch):
     page = _open("en", monkeypatch)
     assert page.query_params.get("imp_words") in ("True", ["True"])
@@ -110,9 +134,7 @@ def test_a_corpus_not_shipped_is_computed_once_then_read(tiny, monkeypatch):
     monkeypatch.setattr(shipped, "compute",
                         lambda *a, **k: calls.append(a[1]) or real(*a, **k))
     monkeypatch.setattr(view, "model_source", lambda spec: str(tiny["bert_base"]))
-    monkeypatch.setattr(M, "load_model",
-                        lambda source=M.BUNDLED, trusted=False, _real=M.load_model:
-                        _real(source, trusted=True))
+    monkeypatch.setenv(config.ENV_LOCAL, "1")        # a local folder, as `make run` permits
     at = open_page(PAGE, AttentionSpec(tokens=("the", "cat", "sat"), source="pretrained"),
                    timeout=300,
                    imp_corpus="sidebar")

@@ -75,13 +75,12 @@ def results(source: str, texts: tuple[str, ...]):
 
 
 def draw_importance(spec) -> None:
-    source = model_source(spec)
-    try:
-        model = models.load_model(source)
+    try:        # the policy's check only: a stored view needs no model (its record names it)
+        source = models.permit(model_source(spec))
     except UserError as err:
         st.error(message(err), icon=":material/error:")
         return
-    st.markdown(t("importance.intro", model=model.name))
+    intro = st.empty()
     labels = {c: t(f"importance.corpus_{c.replace(':', '_')}") for c in CORPORA}
     left, right = st.columns([3, 2])
     with left:
@@ -110,7 +109,8 @@ def draw_importance(spec) -> None:
         st.error(message(err) if isinstance(err, UserError) else str(err),
                  icon=":material/error:")
         return
-    frames = record.frames
+    frames, about = record.frames, record.values      # about: model, layers, head (its name)
+    intro.markdown(t("importance.intro", model=about["model"]))
     tokens = frames["tokens"]
     st.markdown(t("importance.corpus_count", used=len(texts), source=name, total=len(everything),
                   limit=shipped.PAGE_TEXTS, pieces=len(tokens)))
@@ -119,7 +119,7 @@ def draw_importance(spec) -> None:
         st.caption(t("importance.shipped_note"))
     language = lang()
     agreement = frames["agreement_words" if words_only else "agreement_all"]
-    draw_agreement(model, agreement, language)
+    draw_agreement(about["head"], agreement, language)
     draw_faithfulness(frames["faithfulness"], language)
     sharp = frames["sharpness"]
     sharp = sharp[(sharp["importance"] == "ablation") & (sharp["sharpness"] == "max_weight")]
@@ -127,7 +127,7 @@ def draw_importance(spec) -> None:
     draw_heads(frames["heads"], sharp, measured, language)
     pruning = frames["pruning"]
     draw_pruning(pruning, language)
-    sweep = draw_sweep(model, frames["sweep"], language)
+    sweep = draw_sweep(int(about["layers"]), frames["sweep"], language)
     st.subheader(t("importance.conclusions_title"))
     for c in conclusions(agreement, frames["faithfulness"], sharp, pruning, sweep,
                          texts=measured):
@@ -146,10 +146,11 @@ def agreement_table(agreement: pd.DataFrame, language: str) -> pd.DataFrame:
         t("importance.col_texts"): shown["texts"], t("importance.col_pieces"): shown["pieces"]})
 
 
-def draw_agreement(model, agreement: pd.DataFrame, language: str) -> None:
+def draw_agreement(head: str, agreement: pd.DataFrame, language: str) -> None:
+    """head: the model's output head (LoadedModel.head), which names the attention readout."""
     st.subheader(t("importance.agreement_title"))
     st.caption(t("importance.agreement_help", n_boot=1000,
-                 readout=t(f"importance.readout_{model.head}")))
+                 readout=t(f"importance.readout_{head}")))
     agreement = agreement[agreement["texts"] > 0]     # rows no text could rank (too few pieces)
     if agreement.empty:
         st.info(t("importance.agreement_none"), icon=":material/info:")
@@ -198,13 +199,14 @@ def draw_pruning(pruning: pd.DataFrame, language: str) -> None:
     show(charts.pruning_chart(pruning, language), width="content")
 
 
-def draw_sweep(model, sweep: pd.DataFrame, language: str) -> pd.DataFrame:
-    """The chosen layer's sweep (?imp_layer=, default the last); returns its rows."""
+def draw_sweep(layers: int, sweep: pd.DataFrame, language: str) -> pd.DataFrame:
+    """The chosen layer of the model's `layers` (?imp_layer=, default the last); returns the
+    sweep's rows for it."""
     st.subheader(t("importance.sweep_title"))
-    last = model.layers - 1
+    last = layers - 1
     layer = view_widget(LAYER_KEY, st.selectbox, default=last, cast=int,
                         valid=lambda value: 0 <= value <= last, label=t("importance.sweep_layer"),
-                        options=list(range(model.layers)))
+                        options=list(range(layers)))
     rows = sweep[sweep["layer"] == layer]
     st.caption(t("importance.sweep_help",
                  metric=t(f"importance.metric_{sweep['metric_name'].iloc[0]}")))
