@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,6 +120,21 @@ def test_streamlit_is_imported_only_by_the_ui_and_the_page_scripts():
             if any(n == "streamlit" or n.startswith("streamlit.") for n in names):
                 leaks.append(str(path.relative_to(ROOT)))
     assert leaks == []
+
+
+def test_no_page_imports_scipy_before_it_computes():
+    """scipy costs 0.5-0.8 s to import, more than a bare page's whole script: a cold link to a
+    page that reads stored results must not pay it (docs/architecture.md, "Imports")."""
+    pages = sorted(p.stem for p in (ROOT / "attention" / "ui" / "views").glob("*.py")
+                   if p.stem != "__init__")
+    code = ("import sys\n" + "".join(f"import attention.ui.views.{p}\n" for p in pages)
+            + "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'transformers',"
+            " 'captum', 'sklearn', 'ray'}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert len(pages) >= 9
 
 
 @pytest.mark.parametrize("module, names", [

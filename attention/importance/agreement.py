@@ -49,8 +49,8 @@ import re
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
+from attention.measures import rank
 from attention.measures.rank import MIN_PAIRS
 
 LAYERED = re.compile(r"^(?P<family>.+)_(?P<layer>\d+)$")
@@ -106,7 +106,7 @@ def with_baselines(table: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 def _centred_ranks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Average ranks per column, centred, and their norms (0 for a constant column)."""
-    r = rankdata(x, axis=0)
+    r = rank.ranks(x, axis=0)
     r = r - r.mean(axis=0)
     return r, np.sqrt((r * r).sum(axis=0))
 

@@ -23,10 +23,10 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 import torch
-from scipy.stats import rankdata
 
 from attention import models as M
 from attention.importance import heads as H
+from attention.measures import rank
 
 ORDERS = 20          # random head orders of the pruning band
 STEPS = 12           # points of a pruning curve
@@ -195,8 +195,7 @@ def paired_sweep(model: M.LoadedModel, texts, layer: int, *, taus=H.TAUS, n_boot
 
 def _rho_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Spearman of each row pair of (b, n) arrays, NaN for a constant row."""
-    rx = rankdata(x, axis=1)
-    ry = rankdata(y, axis=1)
+    rx, ry = rank.ranks(x, axis=1), rank.ranks(y, axis=1)
     rx = rx - rx.mean(axis=1, keepdims=True)
     ry = ry - ry.mean(axis=1, keepdims=True)
     denom = np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))

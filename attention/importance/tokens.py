@@ -30,8 +30,6 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.autograd.forward_ad as fwAD
-from scipy.sparse import csr_matrix, vstack, hstack
-from scipy.sparse.csgraph import maximum_flow
 
 from attention import config
 from attention import models as M
@@ -273,13 +271,14 @@ def pooled_flow(weights: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     size = graph.shape[0]
     caps = np.rint(p.double().numpy() * flowlib.SCALE).astype(np.int32)
     out = np.zeros((layers, n))
+    from scipy.sparse import csr_matrix, hstack, vstack   # lazily: docs/architecture.md
     for layer in range(layers):
         edges = np.zeros(size + 1, dtype=np.int32)
         edges[(layer + 1) * n:(layer + 2) * n] = caps
         g = vstack([hstack([graph, csr_matrix((size, 1), dtype=np.int32)]),
                     csr_matrix(edges[None])]).tocsr().astype(np.int32)
         for j in range(n):
-            out[layer, j] = maximum_flow(g, size, j).flow_value / flowlib.SCALE
+            out[layer, j] = flowlib.max_flow_value(g, size, j)
     total = out.sum(axis=1, keepdims=True)
     return torch.from_numpy(out / np.where(total > 0, total, 1.0)).float()
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import maximum_flow
 
 from attention.config import FLOW_MAX_PIECES
 from attention.measures.rollout import residual_attention
@@ -46,12 +44,14 @@ def _graph(capacities: np.ndarray) -> csr_matrix:
         cols.append(layer * n + j)
         caps.append(ints[i, j])
     size = (layers + 1) * n
+    from scipy.sparse import csr_matrix   # lazily: docs/architecture.md, "Imports"
     return csr_matrix((np.concatenate(caps).astype(np.int32),
                        (np.concatenate(rows), np.concatenate(cols))), shape=(size, size))
 
 
 def max_flow_value(graph: csr_matrix, source: int, sink: int) -> float:
     """The maximum flow from node `source` to node `sink`, in capacity units (1 = 1.0)."""
+    from scipy.sparse.csgraph import maximum_flow   # lazily: docs/architecture.md, "Imports"
     return maximum_flow(graph, source, sink).flow_value / SCALE
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import spearmanr
 
 MIN_PAIRS = 3
 
@@ -24,4 +23,12 @@ def spearman(a, b) -> float:
         return math.nan
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan
+    from scipy.stats import spearmanr   # lazily: docs/architecture.md, "Imports"
     return float(spearmanr(x, y).statistic)
+
+
+def ranks(x: np.ndarray, axis: int) -> np.ndarray:
+    """Average ranks along `axis` (ties share their mean rank, 1-based), float64: the ranks
+    spearman correlates, for callers that correlate many rows at once."""
+    from scipy.stats import rankdata   # lazily: docs/architecture.md, "Imports"
+    return rankdata(x, axis=axis)
