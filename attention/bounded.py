@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import dataclasses
+import sys
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -27,7 +28,6 @@ from typing import Callable, Hashable, Iterator, TypeVar
 
 import numpy as np
 import pandas as pd
-import torch
 
 T = TypeVar("T")
 M_MMAP_THRESHOLD = -3          # mallopt parameter (glibc malloc.h)
@@ -52,7 +52,8 @@ def nbytes(value: object, _seen: set[int] | None = None) -> int:
     if id(value) in seen:
         return 0
     seen.add(id(value))
-    if isinstance(value, torch.Tensor):
+    torch = sys.modules.get("torch")     # no tensor exists before torch is imported
+    if torch is not None and isinstance(value, torch.Tensor):
         storage = value.untyped_storage()
         if storage.data_ptr() in seen:
             return 0

@@ -151,6 +151,21 @@ class Policy:
         return source == BUNDLED or source in self.allowed or self.local
 
 
+def permit(source: str, *, trusted: bool = False) -> str:
+    """`source` stripped, if models.load_model may load it: the policy's check on the string
+    alone, before anything is loaded or looked at (a page that only reads stored results
+    calls this instead of loading). UserError models.unknown_source or models.not_allowed."""
+    raw = source if isinstance(source, str) else ""
+    source = raw.strip()
+    if not source:
+        raise UserError("models.unknown_source", source=shown(raw))
+    rules = policy()
+    if not trusted and not rules.permits(source):
+        raise UserError("models.not_allowed", source=shown(source),
+                        allowed=", ".join(rules.sources), env=ENV_LOCAL)
+    return source
+
+
 def policy() -> Policy:
     """The policy the environment sets now (read on each call: a deployer's change applies
     without a restart, and tests set it with monkeypatch)."""

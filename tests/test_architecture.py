@@ -137,6 +137,20 @@ def test_no_page_imports_scipy_before_it_computes():
     assert len(pages) >= 9
 
 
+def test_a_page_that_reads_stored_results_imports_no_torch():
+    """The Importance page's default view is read from shipped results: its modules, the
+    sidebar's and the URL state's import neither torch nor the model (about 1 s of a cold
+    link; docs/architecture.md, "Imports"). Computing imports them when it starts."""
+    code = ("import sys\n"
+            "import attention.ui.entry, attention.ui.views.importance, attention.ui.state\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'scipy',"
+            " 'transformers', 'captum'}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
 @pytest.mark.parametrize("module, names", [
     ("attention.core", ("attention", "causal_mask")),
     ("attention.spec", ("AttentionSpec",)),

@@ -15,7 +15,7 @@ from attention import models
 from attention.conclusions.importance import conclusions
 from attention.files import diskcache
 from attention.i18n import translate
-from attention.importance import shipped
+from attention.files import importance_cache as store
 from tests.conftest import eventually, wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -32,8 +32,8 @@ def settle(page) -> None:
 
 def first_conclusion(lang: str) -> str:
     """The first sentence the page writes, from the shipped frames read here."""
-    texts = shipped.shipped_texts()
-    record = diskcache.read(shipped.shipped_path(), shipped.key(models.BUNDLED, texts))
+    texts = store.shipped_texts()
+    record = diskcache.read(store.shipped_path(), store.key(models.BUNDLED, texts))
     return conclusions(record.frames["agreement_words"], texts=len(texts))[0].text(lang)
 
 

@@ -99,7 +99,7 @@ def test_key_changes_with_params_constants_kind_and_versions(monkeypatch):
         m.setattr(ex, "MULTIPLIERS", (*ex.MULTIPLIERS, 16.0))
         assert xc.key("sharpening", seed=0) != base
     with monkeypatch.context() as m:
-        m.setattr(diskcache.torch, "__version__", "0.0.1")
+        m.setattr(diskcache, "TORCH_VERSION", "0.0.1")
         assert xc.key("sharpening", seed=0) != base
     with monkeypatch.context() as m:
         m.setattr(diskcache, "FORMAT", diskcache.FORMAT + 1)

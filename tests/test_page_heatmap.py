@@ -11,6 +11,7 @@ import torch
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
+import attention.analysis as analysis_module
 from attention.analysis import analyze
 from attention.charts.colors import colorize
 from attention.i18n import translate
@@ -77,7 +78,9 @@ def test_head_picker_changes_the_data_without_recomputing(monkeypatch):
     import attention.ui.cache as cache
 
     calls = []
-    monkeypatch.setattr(cache, "analyze", lambda spec: calls.append(spec) or analyze(spec))
+    # ui.cache imports analyze when it computes: the module's attribute is what it gets
+    monkeypatch.setattr(analysis_module, "analyze",
+                        lambda spec: calls.append(spec) or analyze(spec))
     at = open_page(CAT)
     at.selectbox(key="view_hm_head").set_value(2).run()
     assert not at.exception
@@ -95,7 +98,8 @@ def test_moving_the_zoom_recomputes_and_repools_nothing(monkeypatch):
     import attention.ui.views.heatmap as view
 
     analyses, pools = [], []
-    monkeypatch.setattr(cache, "analyze", lambda spec: analyses.append(spec) or analyze(spec))
+    monkeypatch.setattr(analysis_module, "analyze",
+                        lambda spec: analyses.append(spec) or analyze(spec))
     real = view.pooled_matrices
     monkeypatch.setattr(view, "pooled_matrices", lambda *args: pools.append(args) or real(*args))
     spec = AttentionSpec(tokens=tuple(f"z{i}" for i in range(700)), heads=2, seed=11)

@@ -12,6 +12,7 @@ from attention import config, models as M
 from attention.conclusions.importance import conclusions
 from attention.errors import UserError
 from attention.files import diskcache
+from attention.files import importance_cache as store
 from attention.importance import shipped
 from attention.spec import AttentionSpec
 from tests.apptest import chart_frames, open_page
@@ -24,34 +25,39 @@ PAGE = "pages/5_Does_the_model_use_it.py"
 
 @pytest.fixture(scope="module")
 def record():
-    texts = shipped.shipped_texts()
-    got = diskcache.read(shipped.shipped_path(), shipped.key(M.BUNDLED, texts))
+    texts = store.shipped_texts()
+    got = diskcache.read(store.shipped_path(), store.key(M.BUNDLED, texts))
     assert got is not None, ("the shipped importance results are not those of this code: "
                              "run .venv/bin/python scripts/ship_importance.py")
     return got
 
 
 def test_the_shipped_file_is_small_and_of_this_code(record):
-    path = shipped.shipped_path()
+    path = store.shipped_path()
     assert path.stat().st_size < 3 * 2**20
-    assert sorted(p.name for p in shipped.SHIPPED.glob("*.zip")) == [path.name]
-    assert record.values["texts"] == shipped.PAGE_TEXTS == len(shipped.shipped_texts())
+    assert sorted(p.name for p in store.SHIPPED.glob("*.zip")) == [path.name]
+    assert record.values["texts"] == store.PAGE_TEXTS == len(store.shipped_texts())
     assert {"tokens", "agreement_words", "agreement_all", "faithfulness", "heads",
             "sharpness", "pruning", "sweep"} <= set(record.frames)
 
 
-def _open(lang, monkeypatch):
-    """The default view, with computing forbidden: it must come from the shipped file."""
+def _open(lang, monkeypatch, **view):
+    """The default view (plus `view`'s URL parameters), with computing forbidden: it must come
+    from the shipped file."""
     def refuse(*_a, **_k):
         raise AssertionError("the default view computed something")
     monkeypatch.setattr(shipped, "compute", refuse)
-    return open_page(PAGE, AttentionSpec(), timeout=300, lang=lang)
+    return open_page(PAGE, AttentionSpec(), timeout=300, lang=lang, **view)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_default_view_shows_the_shipped_results(lang, record, monkeypatch):
     page = _open(lang, monkeypatch)
     assert not page.exception and not page.error
+    assert len(page.dataframe) == 0          # the tables wait for their toggle (imp_tables)
+    assert page.toggle(key="view_imp_tables").value is False
+    page = _open(lang, monkeypatch, imp_tables="True")
+    assert not page.exception and page.toggle(key="view_imp_tables").value is True
     frames = record.frames
     agreement = frames["agreement_words"]
     table = page.dataframe[0].value
@@ -60,8 +66,13 @@ def test_default_view_shows_the_shipped_results(lang, record, monkeypatch):
     assert np.allclose(rho, agreement["spearman"].to_numpy(), equal_nan=True)
     assert np.allclose(table.iloc[:, 2], agreement["ci_low"], equal_nan=True)
     assert np.allclose(table.iloc[:, 5], agreement["null_high"], equal_nan=True)
+    faith = frames["faithfulness"]
+    faith = faith[faith["texts"] > 0].drop_duplicates(subset=["method", "layer"])
+    aopc = page.dataframe[1].value                                   # AOPC per method
+    assert len(aopc) == len(faith)
+    assert np.allclose(aopc.iloc[:, 1].to_numpy(dtype=float), faith["aopc"], equal_nan=True)
     shown = " ".join(m.value for m in page.markdown)
-    assert f"**{shipped.PAGE_TEXTS}**" in shown                      # the count is stated
+    assert f"**{store.PAGE_TEXTS}**" in shown                      # the count is stated
     sharp = frames["sharpness"]
     sharp = sharp[(sharp["importance"] == "ablation") & (sharp["sharpness"] == "max_weight")]
     layer = M.load_model().layers - 1
@@ -98,7 +109,7 @@ def test_a_stored_view_loads_no_model_and_a_refused_one_reads_nothing(record, mo
     layers = page.selectbox(key=f"view_{view.LAYER_KEY}")
     assert layers.options == [str(i) for i in range(record.values["layers"])]
     monkeypatch.setattr(view, "model_source", lambda spec: "/etc")
-    monkeypatch.setattr(shipped, "results", no_load)
+    monkeypatch.setattr(store, "results", no_load)
     page = _open("en", monkeypatch)
     assert not page.exception
     want = str(UserError("models.not_allowed", source=config.shown("/etc"),
@@ -106,9 +117,11 @@ def test_a_stored_view_loads_no_model_and_a_refused_one_reads_nothing(record, mo
     assert [e.value for e in page.error] == [want]
 
 
-def test_words_only_and_layer_are_in_the_url_and_switch_the_frames(record, monkeypatch):
+def test_tables_words_only_and_layer_are_in_the_url_and_switch_the_frames(record, monkeypatch):
     page = _open("en", monkeypatch)
     assert page.query_params.get("imp_words") in ("True", ["True"])
+    page.toggle(key="view_imp_tables").set_value(True).run(timeout=300)
+    assert page.query_params.get("imp_tables") in ("True", ["True"]) and len(page.dataframe) == 2
     page.toggle(key="view_imp_words").set_value(False).run(timeout=300)
     assert not page.exception
     table = page.dataframe[0].value
@@ -129,8 +142,8 @@ def test_a_corpus_not_shipped_is_computed_once_then_read(tiny, monkeypatch):
 
     calls = []
     real = shipped.compute
-    monkeypatch.setattr(shipped, "N_BOOT", 50)
-    monkeypatch.setattr(shipped, "ORDERS", 2)
+    monkeypatch.setattr(store, "N_BOOT", 50)
+    monkeypatch.setattr(store, "ORDERS", 2)
     monkeypatch.setattr(shipped, "compute",
                         lambda *a, **k: calls.append(a[1]) or real(*a, **k))
     monkeypatch.setattr(view, "model_source", lambda spec: str(tiny["bert_base"]))

@@ -21,8 +21,10 @@ def test_importing_the_ui_gives_later_threads_one_torch_thread():
 
 def test_the_ui_sets_one_openmp_and_mkl_thread_before_torch_loads():
     """OMP_NUM_THREADS and MKL_NUM_THREADS are read when torch loads: attention.ui must set
-    them before it imports torch, or every new thread's first matmul sets up MKL's threads
-    again (bench/threads.py). An import hook records them at the moment torch is imported."""
+    them before any page imports torch, or every new thread's first matmul sets up MKL's
+    threads again (bench/threads.py). An import hook records them at the moment torch is
+    imported, by a page's module after attention.ui (which itself no longer imports torch:
+    a page that reads stored results never loads it)."""
     code = ("import os, sys\n"
             "seen = {}\n"
             "class Spy:\n"
@@ -34,5 +36,24 @@ def test_the_ui_sets_one_openmp_and_mkl_thread_before_torch_loads():
             "os.environ.pop('OMP_NUM_THREADS', None); os.environ.pop('MKL_NUM_THREADS', None)\n"
             "sys.meta_path.insert(0, Spy())\n"
             "import attention.ui\n"
+            "assert 'torch' not in sys.modules\n"
+            "import attention.ui.views.heatmap\n"
             "print(seen)\n")
     assert run_fresh(code).strip() == "{'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'}"
+
+
+def test_a_thread_after_the_ui_and_a_later_torch_import_runs_one_torch_thread():
+    """The usual order on a server: attention.ui first (no torch), torch imported later by a
+    page that computes; every session thread then runs on one intra-op thread."""
+    code = ("import threading\n"
+            "seen = []\n"
+            "def page():\n"
+            "    import attention.ui, attention.ui.views.heatmap\n"
+            "def session():\n"
+            "    import torch\n"
+            "    x = torch.ones(64, 64); (x @ x).sum()\n"
+            "    seen.append(torch.get_num_threads())\n"
+            "for target in (page, session, session):\n"
+            "    t = threading.Thread(target=target); t.start(); t.join()\n"
+            "print(seen)\n")
+    assert run_fresh(code).strip() == "[1, 1]"

@@ -24,6 +24,7 @@ The directory: $ATTENTION_EXPLORER_CACHE, else $XDG_CACHE_HOME/attention-explore
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import io
 import json
 import logging
@@ -39,7 +40,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import torch
+
+# torch.__version__ as installed, read without importing torch (a page that only reads
+# stored results never loads it: docs/architecture.md, "Imports")
+TORCH_VERSION = importlib.metadata.version("torch")
 
 ENV = "ATTENTION_EXPLORER_CACHE"
 FORMAT = 1          # bump when the file layout changes
@@ -67,7 +71,7 @@ def fingerprint(sources: Iterable[str | Path], settings: Mapping[str, object]) -
     """sha256 hex of everything a result depends on: the file format, Python and library
     versions, each source file's name and text, and the settings (JSON, sorted keys)."""
     h = hashlib.sha256()
-    versions = (FORMAT, sys.version_info[:2], torch.__version__, np.__version__, pd.__version__)
+    versions = (FORMAT, sys.version_info[:2], TORCH_VERSION, np.__version__, pd.__version__)
     h.update(repr(versions).encode())
     for src in sources:
         path = Path(src)

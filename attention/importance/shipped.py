@@ -1,36 +1,28 @@
-"""Every frame of the "Does the model use it?" page for one (model, corpus), computed once and
-kept on disk (attention.files.diskcache), keyed by the model, the corpus's digest, the
-settings and the source of the code that computes them; the bundled corpus's results on the
-bundled model ship with the code (attention/data/importance/), read under the same full key.
+"""Computing every frame of the "Does the model use it?" page for one (model, corpus); how they
+are keyed, stored and read (and the constants below) is attention.files.importance_cache.
 
-    results(source, corpus, texts, progress=None) -> diskcache.Record
-        frames: tokens, agreement_words, agreement_all, faithfulness, heads, sharpness,
-                pruning, sweep;  values: model, corpus, texts, digest, settings
-
+    compute(source, texts, progress=None) -> diskcache.Record   one part after another
+    ship(workers=14) -> Path         the bundled corpus's view, its parts in parallel processes,
+                                     written into attention/data/importance/
     python -m attention.importance.shipped          # remake the shipped file (also
     python scripts/ship_importance.py                 # scripts/ship_importance.py)
 
-The page's corpus is the first PAGE_TEXTS texts of the chosen source, head importance the
-first HEAD_TEXTS of those (both stated on the page): on one busy CPU, 100 texts took longer
-than a visitor (or this repository's shipping run) can wait. `ship` runs the parts of plan()
-in parallel processes (about 10 minutes on 2 shared CPUs); `compute` runs the same parts one
-after another, so both give the same frames.
+`ship` runs the parts of plan() in parallel processes (about 1-10 minutes on 2 shared CPUs);
+`compute` runs the same parts one after another, so both give the same frames.
 """
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from attention import config
 from attention import models as M
 from attention.corpus import digest
 from attention.errors import UserError
-from attention.files import diskcache
+from attention.files import diskcache, importance_cache as store
 from attention.importance import batch, curves, heads as heads_mod, targets, tokens as tokens_mod
 from attention.measures import flow, heads as head_measures, rank, rollout
 
@@ -38,31 +30,6 @@ from attention.measures import flow, heads as head_measures, rank, rollout
 agreement_mod = importlib.import_module("attention.importance.agreement")
 faith_mod = importlib.import_module("attention.importance.faithfulness")
 
-SHIPPED = config.DATA / "importance"
-SHIPPED_CORPUS = "bundled:en"
-PAGE_TEXTS = 40                  # texts of a corpus the page measures (the first ones)
-HEAD_TEXTS = 20                  # of those, the texts head importance is averaged over
-TOKEN_CHUNK, HEAD_CHUNK, ORDER_CHUNK, LAYER_CHUNK = 10, 5, 5, 3     # texts, orders, layers a part
-PRUNING_STEPS = 6                # points of the pruning curve past 0
-N_BOOT = 1000
-SEED = 0
-FRACTIONS = (0.1, 0.2, 0.3, 0.5)
-ORDERS = 20
-SOURCES = tuple(Path(m.__file__) for m in (
-    batch, targets, tokens_mod, heads_mod, agreement_mod, faith_mod, curves, rank, rollout,
-    flow, head_measures)) + (Path(__file__),)
-Progress = Callable[[float, str], None]
-
-
-def settings(source: str, texts) -> dict:
-    return {"model": source, "digest": digest(list(texts)), "texts": len(texts),
-            "head_texts": HEAD_TEXTS, "chunks": [TOKEN_CHUNK, HEAD_CHUNK, ORDER_CHUNK],
-            "steps": PRUNING_STEPS,
-            "n_boot": N_BOOT, "seed": SEED, "fractions": list(FRACTIONS), "orders": ORDERS}
-
-
-def key(source: str, texts) -> str:
-    return diskcache.fingerprint(SOURCES, settings(source, texts))
 
 
 def _chunks(model, texts) -> list[list[int]]:
@@ -78,7 +45,7 @@ def _chunks(model, texts) -> list[list[int]]:
     return out + ([current] if current else [])
 
 
-def compute(source: str, texts, progress: Progress | None = None) -> diskcache.Record:
+def compute(source: str, texts, progress: store.Progress | None = None) -> diskcache.Record:
     """Every frame of the page (module docstring), computed here in this process, part after
     part (ship runs the same parts at once); progress(fraction, stage)."""
     texts = list(texts)
@@ -104,14 +71,15 @@ def plan(source: str, texts) -> list[tuple]:
             raise UserError("importance.too_long", text=i + 1, pieces=n,
                             limit=tokens_mod.MAX_PIECES)
     n = len(texts)
-    token_parts = [list(range(s, min(n, s + TOKEN_CHUNK))) for s in range(0, n, TOKEN_CHUNK)]
-    heads_n = min(n, HEAD_TEXTS)
-    head_parts = [list(range(s, min(heads_n, s + HEAD_CHUNK)))
-                  for s in range(0, heads_n, HEAD_CHUNK)]
-    order_parts = [list(range(s, min(ORDERS, s + ORDER_CHUNK)))
-                   for s in range(0, ORDERS, ORDER_CHUNK)]
-    layer_parts = [list(range(s, min(model.layers, s + LAYER_CHUNK)))
-                   for s in range(0, model.layers, LAYER_CHUNK)]
+    token_parts = [list(range(s, min(n, s + store.TOKEN_CHUNK)))
+                   for s in range(0, n, store.TOKEN_CHUNK)]
+    heads_n = min(n, store.HEAD_TEXTS)
+    head_parts = [list(range(s, min(heads_n, s + store.HEAD_CHUNK)))
+                  for s in range(0, heads_n, store.HEAD_CHUNK)]
+    order_parts = [list(range(s, min(store.ORDERS, s + store.ORDER_CHUNK)))
+                   for s in range(0, store.ORDERS, store.ORDER_CHUNK)]
+    layer_parts = [list(range(s, min(model.layers, s + store.LAYER_CHUNK)))
+                   for s in range(0, model.layers, store.LAYER_CHUNK)]
     return ([(1, "tokens", i, p) for i, p in enumerate(token_parts)]
             + [(1, "heads", i, p) for i, p in enumerate(head_parts)]
             + [(1, "pruning", i, p) for i, p in enumerate(order_parts)]
@@ -134,17 +102,19 @@ def run_job(job: tuple, source: str, texts, done: dict | None = None):
     if stage == "heads":
         return heads_mod.head_importance(model, [texts[i] for i in arg]).assign(_w=len(arg))
     if stage == "pruning":
-        return curves.random_curves(model, texts, arg, orders=ORDERS, seed=SEED,
-                                    steps=PRUNING_STEPS)
+        return curves.random_curves(model, texts, arg, orders=store.ORDERS, seed=store.SEED,
+                                    steps=store.PRUNING_STEPS)
     if stage == "sweep":
-        return pd.concat([curves.paired_sweep(model, texts, layer, n_boot=N_BOOT, seed=SEED)
+        return pd.concat([curves.paired_sweep(model, texts, layer, n_boot=store.N_BOOT,
+                                              seed=store.SEED)
                           for layer in arg], ignore_index=True)
     tokens, heads = _tokens(done), _heads(done)
     if stage == "faithfulness":
-        return faith_mod.per_text(model, texts, FRACTIONS, tokens, seed=SEED, which=arg)
+        return faith_mod.per_text(model, texts, store.FRACTIONS, tokens, seed=store.SEED,
+                                  which=arg)
     randoms = np.concatenate([v for k, v in sorted(done.items()) if k[0] == "pruning"])
-    return curves.pruning_with_band(model, heads, texts, orders=ORDERS, n_boot=N_BOOT,
-                                    seed=SEED, steps=PRUNING_STEPS, randoms=randoms)
+    return curves.pruning_with_band(model, heads, texts, orders=store.ORDERS, n_boot=store.N_BOOT,
+                                    seed=store.SEED, steps=store.PRUNING_STEPS, randoms=randoms)
 
 
 def _tokens(done: dict) -> pd.DataFrame:
@@ -160,20 +130,21 @@ def assemble(source: str, texts, done: dict) -> diskcache.Record:
     """The record from the parts' results."""
     model = M.load_model(source, trusted=True)
     tokens, heads = _tokens(done), _heads(done)
-    words = agreement_mod.agreement(tokens, words_only=True, n_boot=N_BOOT, seed=SEED)
-    everything = agreement_mod.agreement(tokens, words_only=False, n_boot=N_BOOT, seed=SEED)
+    boot = {"n_boot": store.N_BOOT, "seed": store.SEED}
+    words = agreement_mod.agreement(tokens, words_only=True, **boot)
+    everything = agreement_mod.agreement(tokens, words_only=False, **boot)
     parts = [v for k, v in sorted(done.items()) if k[0] == "faithfulness"]
     value = parts[0][0].copy()
     for other, _ in parts[1:]:
         value = np.where(np.isnan(value), other, value)
-    faith = faith_mod.summarise(value, parts[0][1], FRACTIONS, n_boot=N_BOOT, seed=SEED)
-    sharp = pd.concat([curves.sharpness_agreement(heads, imp, s, n_boot=N_BOOT, seed=SEED)
+    faith = faith_mod.summarise(value, parts[0][1], store.FRACTIONS, **boot)
+    sharp = pd.concat([curves.sharpness_agreement(heads, imp, s, **boot)
                        for imp in ("ablation", "mean_ablation") if imp in heads
                        for s in ("max_weight", "entropy")], ignore_index=True)
     sweep = pd.concat([v for k, v in sorted(done.items()) if k[0] == "sweep"],
                       ignore_index=True)
     values = {"model": model.name, "texts": len(texts),
-              "head_texts": min(len(texts), HEAD_TEXTS), "layers": model.layers,
+              "head_texts": min(len(texts), store.HEAD_TEXTS), "layers": model.layers,
               "head": model.head, "digest": digest(list(texts))}
     return diskcache.Record(frames={
         "tokens": tokens, "agreement_words": words, "agreement_all": everything,
@@ -196,24 +167,6 @@ def _weighted_mean(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return out
 
 
-def results(source: str, texts, progress: Progress | None = None) -> diskcache.Record:
-    """The page's frames for (source, texts): from the cache directory, else shipped, else
-    computed (and stored)."""
-    texts = list(texts)
-    return diskcache.load_or_compute("importance", key(source, texts),
-                                     lambda: compute(source, texts, progress), shipped=SHIPPED)
-
-
-def shipped_texts() -> list[str]:
-    from attention.corpus import load
-
-    return load(SHIPPED_CORPUS)[:PAGE_TEXTS]
-
-
-def shipped_path() -> Path:
-    return diskcache.path_for("importance", key(M.BUNDLED, shipped_texts()), SHIPPED)
-
-
 def _job(job, source, texts, done):
     got = run_job(job, source, texts, done)
     print(f"done: {job[1]} {job[2]}", file=sys.stderr, flush=True)
@@ -222,10 +175,10 @@ def _job(job, source, texts, done):
 
 def ship(workers: int = 14) -> Path:
     """Compute the default view afresh (never from a file), its parts in `workers` processes,
-    and write it into SHIPPED, replacing older files."""
+    and write it into store.SHIPPED, replacing older files."""
     from concurrent.futures import ProcessPoolExecutor
 
-    texts = shipped_texts()
+    texts = store.shipped_texts()
     parts = plan(M.BUNDLED, texts)
     done = {}
     with ProcessPoolExecutor(workers) as pool:
@@ -235,11 +188,11 @@ def ship(workers: int = 14) -> Path:
                                            done if phase == 2 else None) for j in jobs}
             done.update({k: f.result() for k, f in futures.items()})
     record = assemble(M.BUNDLED, texts, done)
-    path = shipped_path()
-    for old in SHIPPED.glob("*.zip"):
+    path = store.shipped_path()
+    for old in store.SHIPPED.glob("*.zip"):
         if old != path:
             old.unlink()
-    diskcache.write(path, key(M.BUNDLED, texts), record)
+    diskcache.write(path, store.key(M.BUNDLED, texts), record)
     return path
 
 

@@ -17,7 +17,7 @@ from attention.config import BUNDLED
 from attention.models.capture import ModelRun
 from attention.models.interventions import KINDS, Intervention
 from attention.models.loaded import LoadedModel
-from attention.models.loading import bundled_path, load_model, permit
+from attention.models.loading import bundled_path, load_model
 
 __all__ = ["BUNDLED", "KINDS", "Intervention", "LoadedModel", "ModelRun", "bundled_path",
-           "load_model", "permit"]
+           "load_model"]

@@ -54,7 +54,7 @@ def load_model(source: str = BUNDLED, *, trusted: bool = False) -> LoadedModel:
     else gets the one sentence models.not_allowed, decided on the string alone before the
     disk is looked at. trusted=True (the operator's command line and Python code) takes any
     folder or Hub id. UserError for anything a user can get wrong."""
-    source = permit(source, trusted=trusted)
+    source = config.permit(source, trusted=trusted)
     if source == BUNDLED:
         return _bundled()
     policy = config.policy()
@@ -64,21 +64,6 @@ def load_model(source: str = BUNDLED, *, trusted: bool = False) -> LoadedModel:
         raise UserError("models.too_large", source=shown(source), params=loaded.params,
                         limit=policy.max_params)
     return loaded
-
-
-def permit(source: str, *, trusted: bool = False) -> str:
-    """`source` stripped, if load_model may load it: the policy's check on the string alone,
-    before anything is loaded or looked at (a page that only reads stored results calls this
-    instead of loading). UserError models.unknown_source or models.not_allowed."""
-    raw = source if isinstance(source, str) else ""
-    source = raw.strip()
-    if not source:
-        raise UserError("models.unknown_source", source=shown(raw))
-    policy = config.policy()
-    if not trusted and not policy.permits(source):
-        raise UserError("models.not_allowed", source=shown(source),
-                        allowed=", ".join(policy.sources), env=config.ENV_LOCAL)
-    return source
 
 
 def bundled_path() -> str:

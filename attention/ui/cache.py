@@ -15,17 +15,18 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from attention.analysis import Analysis, analyze, dk_sweep
-from attention.analysis import scorestats as scores
 from attention.bounded import ByteLRU, Gate, return_freed_memory
 from attention.spec import AttentionSpec
 from attention.ui.text import t
+
+if TYPE_CHECKING:
+    from attention.analysis import Analysis
 
 T = TypeVar("T")
 STORE_BYTES = 160 * 2**20   # ~8 analyses of 2048 tokens x 12 heads (~20 MB each: q, k, v, metrics)
@@ -89,17 +90,25 @@ def heavy(compute: Callable[[], T]) -> T:
         return compute()
 
 
+# attention.analysis (and torch) are imported by the first call, not with this module: a page
+# that only reads stored results never needs them (docs/architecture.md, "Imports").
 def analysis(spec: AttentionSpec) -> Analysis:
+    from attention.analysis import analyze
+
     return cached("analysis", spec_key(spec), lambda: analyze(spec))
 
 
 def sweep(spec: AttentionSpec) -> pd.DataFrame:
+    from attention.analysis import dk_sweep
+
     return cached("sweep", spec_key(spec), lambda: dk_sweep(spec))
 
 
 def score_distribution(spec: AttentionSpec, head: int | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score stats and the pre-binned score histogram of one head (None: all heads): a pass
     over up to 50M scores, so it is kept rather than redone on every rerun of the page."""
+    from attention.analysis import scorestats as scores
+
     a = analysis(spec)
 
     def compute() -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention import snapshot
 from attention.errors import UserError
 from attention.spec import AttentionSpec
 from attention.ui import cache, state
@@ -14,6 +13,8 @@ UPLOAD_KEY, PENDING_KEY, BOX_KEY = "snapshot_file", "snapshot_pending", "snapsho
 
 def _apply_upload() -> None:
     """Callback (runs before the script): put the snapshot's spec into the sidebar widgets."""
+    from attention import snapshot     # with torch, only once a snapshot is used ("Imports")
+
     file = st.session_state.get(UPLOAD_KEY)
     if file is None:
         return
@@ -33,6 +34,8 @@ def snapshot_box(container, spec: AttentionSpec) -> None:
                             on_change="rerun") as box:
         if not box.open:
             return
+        from attention import snapshot     # with torch, only once the box is open ("Imports")
+
         st.caption(t("snapshot.help"))
         st.download_button(t("snapshot.download"), data=lambda: snapshot.dumps(cache.analysis(spec)),
                            file_name="attention-snapshot.json", mime="application/json",

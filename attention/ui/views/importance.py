@@ -3,27 +3,28 @@ sidebar's lines or an upload), attention against occlusion with intervals and nu
 faithfulness curves, head importance per layer, the pruning curve beside random orders, the
 temperature sweep's paired differences, and conclusions written from the intervals.
 
-Every frame comes from attention.importance.shipped.results: the server's byte-bounded store,
-then the disk cache (keyed by model, corpus digest, settings and code), then the files shipped
-with the code (the default view: bundled:en's first texts on the bundled model), and only
-then computed, with st.progress. A cold link to the default view reads and computes nothing.
-View settings live in the URL: imp_corpus, imp_words, imp_layer."""
+Every frame comes from attention.files.importance_cache.results: the server's byte-bounded
+store, then the disk cache (keyed by model, corpus digest, settings and code), then the files
+shipped with the code (the default view: bundled:en's first texts on the bundled model), and
+only then computed, with st.progress. A cold link to the default view reads and computes
+nothing, and imports neither torch nor the model (docs/architecture.md, "Imports").
+View settings live in the URL: imp_corpus, imp_words, imp_tables, imp_layer."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from attention import corpus, models
+from attention import config, corpus
 from attention.charts import importance as charts
 from attention.conclusions.importance import conclusions
 from attention.errors import UserError
-from attention.importance import shipped
+from attention.files import importance_cache as store
 from attention.ui import cache
 from attention.ui.chart import show
 from attention.ui.state import flag, view_widget
 from attention.ui.text import lang, message, t
 
-CORPUS_KEY, WORDS_KEY, LAYER_KEY = "imp_corpus", "imp_words", "imp_layer"
+CORPUS_KEY, WORDS_KEY, LAYER_KEY, TABLES_KEY = "imp_corpus", "imp_words", "imp_layer", "imp_tables"
 CORPORA = ("bundled:en", "bundled:zh", "sidebar", "upload")
 UPLOAD_KEY = "imp_upload"
 FAITH_SHOWN = ("occlusion", "gradient", "integrated_gradients", "attention", "rollout", "flow",
@@ -32,7 +33,7 @@ FAITH_SHOWN = ("occlusion", "gradient", "integrated_gradients", "attention", "ro
 
 def model_source(spec) -> str:
     """The model the sidebar names (spec.model once the picker exists), else the bundled one."""
-    return getattr(spec, "model", None) or models.BUNDLED
+    return getattr(spec, "model", None) or config.BUNDLED
 
 
 def texts_of(spec) -> tuple[str, ...]:
@@ -58,8 +59,11 @@ def corpus_texts(choice: str, spec) -> tuple[str, list[str]] | None:
 
 
 def results(source: str, texts: tuple[str, ...]):
-    """Every frame of the page for (model, texts): stored, shipped or computed with progress."""
+    """Every frame of the page for (model, texts): kept by the server, stored on disk or
+    shipped, else computed here with a progress bar."""
     def compute():
+        from attention.importance import shipped     # torch: only to compute ("Imports")
+
         bar = st.progress(0.0, text=t("importance.progress", texts=len(texts),
                                       stage=t("importance.stage_tokens")))
 
@@ -68,15 +72,16 @@ def results(source: str, texts: tuple[str, ...]):
                          text=t("importance.progress", texts=len(texts),
                                 stage=t(f"importance.stage_{stage}")))
         try:
-            return shipped.results(source, texts, progress)
+            return shipped.compute(source, list(texts), progress)
         finally:
             bar.empty()
-    return cache.cached("imp_results", (source, corpus.digest(list(texts))), compute)
+    return cache.cached("imp_results", (source, corpus.digest(list(texts))),
+                        lambda: store.results(source, texts, compute))
 
 
 def draw_importance(spec) -> None:
     try:        # the policy's check only: a stored view needs no model (its record names it)
-        source = models.permit(model_source(spec))
+        source = config.permit(model_source(spec))
     except UserError as err:
         st.error(message(err), icon=":material/error:")
         return
@@ -91,6 +96,10 @@ def draw_importance(spec) -> None:
         words_only = view_widget(WORDS_KEY, st.toggle, default=True, cast=flag,
                                  label=t("importance.words_only"),
                                  help=t("importance.words_only_help"))
+        # Off by default: the two tables repeat the charts' numbers, and the first table on a
+        # page loads the data grid (0.28 s of a shared link's first paint: docs/performance.md)
+        tables = view_widget(TABLES_KEY, st.toggle, default=False, cast=flag,
+                             label=t("importance.tables"), help=t("importance.tables_help"))
     try:
         got = corpus_texts(choice, spec)
     except UserError as err:
@@ -99,7 +108,7 @@ def draw_importance(spec) -> None:
     if got is None:
         return
     name, everything = got
-    texts = tuple(everything[:shipped.PAGE_TEXTS])
+    texts = tuple(everything[:store.PAGE_TEXTS])
     if not texts:
         st.info(t("importance.no_text"), icon=":material/info:")
         return
@@ -113,14 +122,14 @@ def draw_importance(spec) -> None:
     intro.markdown(t("importance.intro", model=about["model"]))
     tokens = frames["tokens"]
     st.markdown(t("importance.corpus_count", used=len(texts), source=name, total=len(everything),
-                  limit=shipped.PAGE_TEXTS, pieces=len(tokens)))
-    if source == models.BUNDLED and shipped.shipped_path().exists() and \
-            list(texts) == shipped.shipped_texts():
+                  limit=store.PAGE_TEXTS, pieces=len(tokens)))
+    if source == config.BUNDLED and store.shipped_path().exists() and \
+            list(texts) == store.shipped_texts():
         st.caption(t("importance.shipped_note"))
     language = lang()
     agreement = frames["agreement_words" if words_only else "agreement_all"]
-    draw_agreement(about["head"], agreement, language)
-    draw_faithfulness(frames["faithfulness"], language)
+    draw_agreement(about["head"], agreement, language, tables)
+    draw_faithfulness(frames["faithfulness"], language, tables)
     sharp = frames["sharpness"]
     sharp = sharp[(sharp["importance"] == "ablation") & (sharp["sharpness"] == "max_weight")]
     measured = int(record.values.get("head_texts", len(texts)))      # heads: the first ones
@@ -146,8 +155,9 @@ def agreement_table(agreement: pd.DataFrame, language: str) -> pd.DataFrame:
         t("importance.col_texts"): shown["texts"], t("importance.col_pieces"): shown["pieces"]})
 
 
-def draw_agreement(head: str, agreement: pd.DataFrame, language: str) -> None:
-    """head: the model's output head (LoadedModel.head), which names the attention readout."""
+def draw_agreement(head: str, agreement: pd.DataFrame, language: str, table: bool) -> None:
+    """head: the model's output head (LoadedModel.head), which names the attention readout;
+    table: the chart's numbers as a table under it too."""
     st.subheader(t("importance.agreement_title"))
     st.caption(t("importance.agreement_help", n_boot=1000,
                  readout=t(f"importance.readout_{head}")))
@@ -155,15 +165,16 @@ def draw_agreement(head: str, agreement: pd.DataFrame, language: str) -> None:
     if agreement.empty:
         st.info(t("importance.agreement_none"), icon=":material/info:")
         return
-    st.markdown(f"**{t('importance.agreement_table')}**")
-    st.dataframe(agreement_table(agreement, language), hide_index=True, width="stretch",
-                 column_config={t(f"importance.col_{c}"): st.column_config.NumberColumn(
-                     format="%.3f") for c in ("rho", "ci_low", "ci_high", "null_low",
-                                              "null_high")})
     show(charts.agreement_chart(agreement, language), width="content")
+    if table:
+        st.markdown(f"**{t('importance.agreement_table')}**")
+        st.dataframe(agreement_table(agreement, language), hide_index=True, width="stretch",
+                     column_config={t(f"importance.col_{c}"): st.column_config.NumberColumn(
+                         format="%.3f") for c in ("rho", "ci_low", "ci_high", "null_low",
+                                                  "null_high")})
 
 
-def draw_faithfulness(faith: pd.DataFrame, language: str) -> None:
+def draw_faithfulness(faith: pd.DataFrame, language: str, table: bool) -> None:
     st.subheader(t("importance.faith_title"))
     faith = faith[faith["texts"] > 0]                 # methods no text could be measured on
     if faith.empty:
@@ -174,6 +185,8 @@ def draw_faithfulness(faith: pd.DataFrame, language: str) -> None:
     last = faith["layer"].max()
     shown = {(m, None) for m in FAITH_SHOWN} | {(m, int(last)) for m in FAITH_SHOWN}
     show(charts.faithfulness_chart(faith, language, shown), width="content")
+    if not table:
+        return
     per = charts.labelled(faith.drop_duplicates(subset=["method", "layer"]), language)
     st.markdown(f"**{t('importance.faith_table')}**")
     st.dataframe(pd.DataFrame({

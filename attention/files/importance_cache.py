@@ -1,0 +1,74 @@
+"""The "Does the model use it?" page's results on disk: every frame for one (model, corpus),
+kept by attention.files.diskcache under a key of the model, the corpus's digest, the
+settings below and the source of the code that computes them (attention.importance.shipped);
+the bundled corpus's first texts on the bundled model ship with the code
+(attention/data/importance/) and are read under the same full key.
+
+    results(source, texts, compute) -> diskcache.Record    compute: called on a miss
+        frames: tokens, agreement_words, agreement_all, faithfulness, heads, sharpness,
+                pruning, sweep;  values: model, texts, head_texts, layers, head, digest
+
+Reading needs neither torch nor the model: a cold link to the page's default view imports
+neither (docs/architecture.md, "Imports"); the caller imports attention.importance.shipped
+only in the compute it passes, called on a miss. The page measures the first PAGE_TEXTS texts of a corpus and averages head
+importance over the first HEAD_TEXTS of those (both stated on the page): on one busy CPU,
+100 texts took longer than a visitor can wait.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from attention import config
+from attention.corpus import digest
+from attention.files import diskcache
+
+SHIPPED = config.DATA / "importance"
+SHIPPED_CORPUS = "bundled:en"
+PAGE_TEXTS = 40                  # texts of a corpus the page measures (the first ones)
+HEAD_TEXTS = 20                  # of those, the texts head importance is averaged over
+TOKEN_CHUNK, HEAD_CHUNK, ORDER_CHUNK, LAYER_CHUNK = 10, 5, 5, 3     # texts, orders, layers a part
+PRUNING_STEPS = 6                # points of the pruning curve past 0
+N_BOOT = 1000
+SEED = 0
+FRACTIONS = (0.1, 0.2, 0.3, 0.5)
+ORDERS = 20
+
+# The code the frames come from, in the key's order (named by path: importing them would
+# load torch just to read a file).
+_PACKAGE = Path(__file__).resolve().parent.parent                      # attention/
+SOURCES = tuple(_PACKAGE / name for name in (
+    "importance/batch.py", "importance/targets.py", "importance/tokens.py",
+    "importance/heads.py", "importance/agreement.py", "importance/faithfulness.py",
+    "importance/curves.py", "measures/rank.py", "measures/rollout.py", "measures/flow.py",
+    "measures/heads.py", "importance/shipped.py", "files/importance_cache.py"))
+Progress = Callable[[float, str], None]          # (fraction done, stage)
+
+
+def settings(source: str, texts) -> dict:
+    return {"model": source, "digest": digest(list(texts)), "texts": len(texts),
+            "head_texts": HEAD_TEXTS, "chunks": [TOKEN_CHUNK, HEAD_CHUNK, ORDER_CHUNK],
+            "steps": PRUNING_STEPS,
+            "n_boot": N_BOOT, "seed": SEED, "fractions": list(FRACTIONS), "orders": ORDERS}
+
+
+def key(source: str, texts) -> str:
+    return diskcache.fingerprint(SOURCES, settings(source, texts))
+
+
+def results(source: str, texts, compute: Callable[[], diskcache.Record]) -> diskcache.Record:
+    """The page's frames for (source, texts): from the cache directory, else shipped, else
+    compute() (attention.importance.shipped.compute on them, which the caller imports only
+    then) and stored."""
+    return diskcache.load_or_compute("importance", key(source, list(texts)), compute,
+                                     shipped=SHIPPED)
+
+
+def shipped_texts() -> list[str]:
+    from attention.corpus import load
+
+    return load(SHIPPED_CORPUS)[:PAGE_TEXTS]
+
+
+def shipped_path() -> Path:
+    return diskcache.path_for("importance", key(config.BUNDLED, shipped_texts()), SHIPPED)
