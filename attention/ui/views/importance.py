@@ -87,7 +87,7 @@ def draw_importance(spec) -> None:
         return
     intro = st.empty()
     labels = {c: t(f"importance.corpus_{c.replace(':', '_')}") for c in CORPORA}
-    left, right = st.columns([3, 2])
+    left, right = st.columns([1, 1])
     with left:
         choice = view_widget(CORPUS_KEY, st.selectbox, default="bundled:en", cast=str,
                              valid=lambda v: v in CORPORA, label=t("importance.corpus"),
