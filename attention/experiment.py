@@ -26,7 +26,7 @@ number of torch threads; nothing here changes it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +37,7 @@ from attention.measures.rank import spearman
 from attention import core
 
 from attention.measures import rows as metrics
-from attention.task import ARGMAX, MULTIPLIERS, multiplier_label
+from attention.task import ARGMAX, MULTIPLIERS, Progress, SharpeningStudy, multiplier_label
 
 N_TOKENS, N_FEATURES, N_RELEVANT = 16, 10, 4
 CUE_NOISE, SIGNAL = 0.3, 0.5
@@ -51,7 +51,6 @@ SHARPEN_DK, SHARPEN_STEPS, SHARPEN_BATCH = 16, 300, 256
 SCALING_DKS, SCALING_STEPS, SCALING_BATCH = (16, 64, 256), 250, 128
 IMPORTANCE_SAMPLES = 64                   # eval samples in the attention-vs-importance view
 
-Progress = Callable[[float], None]        # called with the fraction done, 0..1
 
 
 @dataclass(frozen=True, eq=False)
@@ -183,17 +182,6 @@ def evaluate(heads: Heads, data: Batch, multiplier: float | str = 1.0) -> list[d
     means = (sums / data.x.shape[0]).tolist()
     names = ("accuracy", "max_weight", "effective_tokens", "relevant_mass")
     return [dict(zip(names, column)) for column in zip(*means)]
-
-
-@dataclass(frozen=True, eq=False)
-class SharpeningStudy:
-    """Everything measured on the one head trained for a seed."""
-    seed: int
-    sweep: pd.DataFrame        # one row per multiplier
-    sample: pd.DataFrame       # one eval sample's weights at m = 1 and at argmax
-    importance: pd.DataFrame   # weight and leave-one-out effect per (sample, token)
-    spearman_pooled: float     # rank correlation over all (sample, token) pairs
-    spearman_within: float     # mean rank correlation inside one sample
 
 
 SWEEP_COLUMNS = ["multiplier", "accuracy", "max_weight", "effective_tokens", "relevant_mass"]

@@ -1,4 +1,5 @@
-"""The "Is sharper better?" task's fixed numbers, for the pages and charts (no torch here).
+"""The "Is sharper better?" task's fixed numbers and result type, for the pages and charts (no
+torch here).
 
 The task (attention/experiment.py trains on it): 16 tokens, 4 relevant; averaging the 4
 relevant tokens' evidence gives accuracy Phi(1), one relevant token or uniform attention
@@ -8,6 +9,10 @@ logits by m in MULTIPLIERS, or replaced by a one-hot on its top key (ARGMAX).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
 
 from attention.i18n import translate
 
@@ -15,6 +20,19 @@ CEILING = 0.5 * (1.0 + math.erf(1.0 / math.sqrt(2.0)))     # Phi(1) = 0.8413
 ONE_TOKEN = 0.5 * (1.0 + math.erf(0.5 / math.sqrt(2.0)))   # Phi(0.5) = 0.6915
 MULTIPLIERS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
 ARGMAX = "argmax"
+Progress = Callable[[float], None]        # called with the fraction done, 0..1
+
+
+@dataclass(frozen=True, eq=False)
+class SharpeningStudy:
+    """Everything measured on the one head trained for a seed (attention.experiment), as the
+    page draws it."""
+    seed: int
+    sweep: pd.DataFrame        # one row per multiplier
+    sample: pd.DataFrame       # one eval sample's weights at m = 1 and at argmax
+    importance: pd.DataFrame   # weight and leave-one-out effect per (sample, token)
+    spearman_pooled: float     # rank correlation over all (sample, token) pairs
+    spearman_within: float     # mean rank correlation inside one sample
 
 
 def multiplier_label(m: float | str) -> str:

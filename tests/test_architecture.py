@@ -138,11 +138,13 @@ def test_no_page_imports_scipy_before_it_computes():
 
 
 def test_a_page_that_reads_stored_results_imports_no_torch():
-    """The Importance page's default view is read from shipped results: its modules, the
-    sidebar's and the URL state's import neither torch nor the model (about 1 s of a cold
-    link; docs/architecture.md, "Imports"). Computing imports them when it starts."""
+    """The default views of "Does the model use it?" and "Is sharper better?" are read from
+    shipped results: their modules, the sidebar's and the URL state's import neither torch
+    nor the model (about 1 s of a cold link; docs/architecture.md, "Imports"). Computing and
+    training import them when they start."""
     code = ("import sys\n"
             "import attention.ui.entry, attention.ui.views.importance, attention.ui.state\n"
+            "import attention.ui.views.experiment\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'scipy',"
             " 'transformers', 'captum'}))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,

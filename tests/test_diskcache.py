@@ -16,6 +16,7 @@ from attention.files import diskcache
 from attention import experiment as ex
 from attention.files import experiment_cache as xc
 from attention.files.diskcache import Record
+from tests.fresh import run_fresh
 
 
 @pytest.fixture
@@ -325,3 +326,18 @@ def test_the_shipped_seed_is_what_training_gives(cache):
                                    means(shipped_sweep[saturated])[column],
                                    **{k: v / 2 for k, v in tolerance.items()}, err_msg=column)
     assert shipped.values["spearman_pooled"] == pytest.approx(study.spearman_pooled, abs=1e-2)
+
+
+def test_the_key_is_the_same_whether_the_experiment_is_imported_or_not():
+    """A cold link reads the shipped results without importing attention.experiment (torch):
+    the constants read from its source must be the live module's, so both give one key."""
+    live = {k: v for k, v in vars(ex).items()
+            if k.isupper() and isinstance(v, (int, float, str, tuple))}
+    assert dict(xc._source_constants()) == live and len(live) > 15
+    code = ("import sys\n"
+            "from attention.files import experiment_cache as xc\n"
+            "cold = xc.key('sharpening', seed=0)\n"
+            "assert 'attention.experiment' not in sys.modules and 'torch' not in sys.modules\n"
+            "import attention.experiment\n"
+            "print(cold == xc.key('sharpening', seed=0), cold[:32] in xc.shipped_paths()[0].name)\n")
+    assert run_fresh(code).split() == ["True", "True"]

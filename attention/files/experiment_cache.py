@@ -17,32 +17,66 @@ they are made again with `--ship`; tests/test_diskcache.py fails until then.
 """
 from __future__ import annotations
 
+import ast
 import sys
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
 
-from attention import config
-from attention import core, experiment
-
+from attention import config, task
 from attention.files import diskcache
+from attention.task import Progress, SharpeningStudy
 
-from attention.measures import rank
-from attention.measures import rows as metrics
-from attention.experiment import Progress, SharpeningStudy
-
-SOURCES = tuple(Path(m.__file__) for m in (experiment, core, metrics, rank))
+# The code the results come from, named by path: importing attention.experiment would load
+# torch just to read a file (a cold link to the page never loads it: docs/architecture.md,
+# "Imports"). Training imports it.
+_PACKAGE = Path(__file__).resolve().parent.parent                      # attention/
+SOURCES = tuple(_PACKAGE / name for name in (
+    "experiment.py", "core.py", "measures/rows.py", "measures/rank.py"))
 SHIPPED = config.DATA / "experiments"
 SHIPPED_SEED = 0
+_CONSTANT = (int, float, str, tuple)
+
+
+def constants() -> dict[str, object]:
+    """The experiment's upper-case constants (steps, batch sizes, d_k values, the held-out
+    set) as they are now: the live module's while it is imported (tests patch them to shorten
+    training), else the same values read from its source without importing it."""
+    live = sys.modules.get("attention.experiment")
+    if live is not None:
+        return {name: value for name, value in vars(live).items()
+                if name.isupper() and isinstance(value, _CONSTANT)}
+    return dict(_source_constants())
+
+
+@lru_cache(maxsize=1)
+def _source_constants() -> tuple[tuple[str, object], ...]:
+    """experiment.py's top-level upper-case names: literal assignments (`A, B = 1, 2` too)
+    and the names it imports from attention.task."""
+    out: dict[str, object] = {}
+    for node in ast.parse(SOURCES[0].read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.module == "attention.task":
+            out.update({a.asname or a.name: getattr(task, a.name) for a in node.names})
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            names = ([target.id] if isinstance(target, ast.Name) else
+                     [e.id for e in target.elts] if isinstance(target, ast.Tuple) else [])
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+            out.update(zip(names, value) if len(names) > 1 else {names[0]: value} if names
+                       else {})
+    return tuple((name, value) for name, value in out.items()
+                 if name.isupper() and isinstance(value, _CONSTANT))
 
 
 def settings(kind: str, **params: object) -> dict[str, object]:
     """What a result depends on besides the source text: the kind, its parameters and the
-    experiment's constants as they are now (tests patch them to shorten training)."""
-    constants = {name: value for name, value in vars(experiment).items()
-                 if name.isupper() and isinstance(value, (int, float, str, tuple))}
-    return {"kind": kind, "params": params, "constants": constants}
+    experiment's constants as they are now."""
+    return {"kind": kind, "params": params, "constants": constants()}
 
 
 def key(kind: str, **params: object) -> str:
@@ -50,6 +84,8 @@ def key(kind: str, **params: object) -> str:
 
 
 def _study_record(seed: int, progress: Progress | None = None) -> diskcache.Record:
+    from attention import experiment     # torch: only to train
+
     s = experiment.sharpening_study(seed, progress)
     return diskcache.Record(
         frames={"sweep": s.sweep, "sample": s.sample, "importance": s.importance},
@@ -58,6 +94,8 @@ def _study_record(seed: int, progress: Progress | None = None) -> diskcache.Reco
 
 
 def _scaling_record(seeds: tuple[int, ...], progress: Progress | None = None) -> diskcache.Record:
+    from attention import experiment     # torch: only to train
+
     return diskcache.Record(frames={"sweep": experiment.scaling_sweep(seeds, progress)})
 
 

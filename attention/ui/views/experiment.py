@@ -15,12 +15,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from attention import experiment
 
 from attention.conclusions import scores as conclusions
 
 from attention.files import experiment_cache
 from attention.files.experiment_cache import scaling_seeds
+from attention.task import SharpeningStudy
 from attention.charts import experiment as charts
 from attention.ui.chart import show
 from attention.ui.explain import explanation
@@ -40,7 +40,7 @@ def _with_progress(label: str, run):
 
 
 @st.cache_data(max_entries=32, ttl="6h", show_spinner=False)
-def sharpening(seed: int) -> experiment.SharpeningStudy:
+def sharpening(seed: int) -> SharpeningStudy:
     return _with_progress(t("sharper.training_head"),
                           lambda progress: experiment_cache.sharpening_study(seed, progress))
 
@@ -86,11 +86,12 @@ def _section(title_key: str, caption: str, chart, name: str, conclusion: str) ->
     chart_buttons(chart, name)
 
 
-def draw_sharpening(study: experiment.SharpeningStudy) -> None:
+def draw_sharpening(study: SharpeningStudy) -> None:
     """A trained head sharpened at test time: accuracy, relevant mass, and one sample's rows."""
     sweep, code = study.sweep, lang()
     accuracy = sweep.set_index("multiplier")["accuracy"].to_dict()
-    _section("sharper.sec_sharpen", t("sharper.sharpen_caption", eval=experiment.EVAL_SIZE),
+    eval_size = experiment_cache.constants()["EVAL_SIZE"]
+    _section("sharper.sec_sharpen", t("sharper.sharpen_caption", eval=eval_size),
              charts.sharpening_chart(sweep, code), "sharpening",
              conclusions.sharpening_conclusion(sweep, code))
     _section("sharper.sec_mass", t("sharper.mass_caption"), charts.mass_chart(sweep, code),
@@ -108,7 +109,7 @@ def draw_scaling(seed: int, sweep: pd.DataFrame) -> None:
              conclusions.scaling_conclusion(sweep, lang()))
 
 
-def draw_importance(study: experiment.SharpeningStudy) -> None:
+def draw_importance(study: SharpeningStudy) -> None:
     """Attention weight against leave-one-out importance, with the rank correlations."""
     _section("sharper.sec_importance",
              t("sharper.importance_caption", samples=study.importance["sample"].nunique()),
@@ -117,7 +118,7 @@ def draw_importance(study: experiment.SharpeningStudy) -> None:
                                           study.spearman_within, lang()))
 
 
-def draw_tables(seed: int, study: experiment.SharpeningStudy, sweep: pd.DataFrame) -> None:
+def draw_tables(seed: int, study: SharpeningStudy, sweep: pd.DataFrame) -> None:
     """The sharpening and scaling tables with their CSVs, and the importance CSV."""
     st.subheader(t("sharper.sec_tables"))
     for key, table, name in (("sharper.table_sharpen", study.sweep, "sharpening_sweep"),
