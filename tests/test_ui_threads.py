@@ -2,21 +2,35 @@
 from tests.fresh import run_fresh
 
 
-def test_importing_the_ui_gives_later_threads_one_torch_thread():
-    """A Streamlit script run is a new thread: after `import attention.ui` (in another thread,
-    as the first page does) a fresh thread's torch ops run on one intra-op thread."""
-    code = ("import threading, torch\n"
-            "torch.set_num_threads(2)\n"
+def _threads_seen(before: str, page: str) -> str:
+    """Run `before`, then a page thread that runs `page`, then two session threads that each
+    import torch, multiply and report torch.get_num_threads(); what they reported."""
+    code = (before + "import threading\n"
             "seen = []\n"
             "def page():\n"
-            "    import attention.ui\n"
+            f"    {page}\n"
             "def session():\n"
+            "    import torch\n"
             "    x = torch.ones(64, 64); (x @ x).sum()\n"
             "    seen.append(torch.get_num_threads())\n"
             "for target in (page, session, session):\n"
             "    t = threading.Thread(target=target); t.start(); t.join()\n"
             "print(seen)\n")
-    assert run_fresh(code).strip() == "[1, 1]"
+    return run_fresh(code).strip()
+
+
+def test_importing_the_ui_gives_later_threads_one_torch_thread():
+    """A Streamlit script run is a new thread: after `import attention.ui` (in another thread,
+    as the first page does) a fresh thread's torch ops run on one intra-op thread, even when
+    torch was imported and set to two threads before."""
+    assert _threads_seen("import torch\ntorch.set_num_threads(2)\n",
+                         "import attention.ui") == "[1, 1]"
+
+
+def test_a_thread_after_the_ui_and_a_later_torch_import_runs_one_torch_thread():
+    """The usual order on a server: attention.ui first (no torch), torch imported later by a
+    page that computes; every session thread then runs on one intra-op thread."""
+    assert _threads_seen("", "import attention.ui, attention.ui.views.heatmap") == "[1, 1]"
 
 
 def test_the_ui_sets_one_openmp_and_mkl_thread_before_torch_loads():
@@ -40,20 +54,3 @@ def test_the_ui_sets_one_openmp_and_mkl_thread_before_torch_loads():
             "import attention.ui.views.heatmap\n"
             "print(seen)\n")
     assert run_fresh(code).strip() == "{'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'}"
-
-
-def test_a_thread_after_the_ui_and_a_later_torch_import_runs_one_torch_thread():
-    """The usual order on a server: attention.ui first (no torch), torch imported later by a
-    page that computes; every session thread then runs on one intra-op thread."""
-    code = ("import threading\n"
-            "seen = []\n"
-            "def page():\n"
-            "    import attention.ui, attention.ui.views.heatmap\n"
-            "def session():\n"
-            "    import torch\n"
-            "    x = torch.ones(64, 64); (x @ x).sum()\n"
-            "    seen.append(torch.get_num_threads())\n"
-            "for target in (page, session, session):\n"
-            "    t = threading.Thread(target=target); t.start(); t.join()\n"
-            "print(seen)\n")
-    assert run_fresh(code).strip() == "[1, 1]"
