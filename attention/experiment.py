@@ -52,7 +52,6 @@ SCALING_DKS, SCALING_STEPS, SCALING_BATCH = (16, 64, 256), 250, 128
 IMPORTANCE_SAMPLES = 64                   # eval samples in the attention-vs-importance view
 
 
-
 @dataclass(frozen=True, eq=False)
 class Batch:
     x: torch.Tensor          # (..., b, n, features)

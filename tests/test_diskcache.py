@@ -339,5 +339,6 @@ def test_the_key_is_the_same_whether_the_experiment_is_imported_or_not():
             "cold = xc.key('sharpening', seed=0)\n"
             "assert 'attention.experiment' not in sys.modules and 'torch' not in sys.modules\n"
             "import attention.experiment\n"
-            "print(cold == xc.key('sharpening', seed=0), cold[:32] in xc.shipped_paths()[0].name)\n")
+            "print(cold == xc.key('sharpening', seed=0),\n"
+            "      cold[:32] in xc.shipped_paths()[0].name)\n")
     assert run_fresh(code).split() == ["True", "True"]

@@ -75,8 +75,6 @@ def test_chart_data_equals_analyze_for_a_spec_from_the_url():
 
 
 def test_head_picker_changes_the_data_without_recomputing(monkeypatch):
-    import attention.ui.cache as cache
-
     calls = []
     # ui.cache imports analyze when it computes: the module's attribute is what it gets
     monkeypatch.setattr(analysis_module, "analyze",
@@ -94,7 +92,6 @@ def test_head_picker_changes_the_data_without_recomputing(monkeypatch):
 
 def test_moving_the_zoom_recomputes_and_repools_nothing(monkeypatch):
     """Zooming a long input only slices the cached analysis: no attention, no pooling."""
-    import attention.ui.cache as cache
     import attention.ui.views.heatmap as view
 
     analyses, pools = [], []

@@ -67,8 +67,7 @@ def _source_constants() -> tuple[tuple[str, object], ...]:
                 value = ast.literal_eval(node.value)
             except ValueError:
                 continue
-            out.update(zip(names, value) if len(names) > 1 else {names[0]: value} if names
-                       else {})
+            out.update(zip(names, value if len(names) > 1 else (value,)))
     return tuple((name, value) for name, value in out.items()
                  if name.isupper() and isinstance(value, _CONSTANT))
 

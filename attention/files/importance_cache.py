@@ -10,9 +10,9 @@ the bundled corpus's first texts on the bundled model ship with the code
 
 Reading needs neither torch nor the model: a cold link to the page's default view imports
 neither (docs/architecture.md, "Imports"); the caller imports attention.importance.shipped
-only in the compute it passes, called on a miss. The page measures the first PAGE_TEXTS texts of a corpus and averages head
-importance over the first HEAD_TEXTS of those (both stated on the page): on one busy CPU,
-100 texts took longer than a visitor can wait.
+only in the compute it passes, called on a miss. The page measures the first PAGE_TEXTS
+texts of a corpus and averages head importance over the first HEAD_TEXTS of those (both
+stated on the page): on one busy CPU, 100 texts took longer than a visitor can wait.
 """
 from __future__ import annotations
 

@@ -24,12 +24,10 @@ from attention.corpus import digest
 from attention.errors import UserError
 from attention.files import diskcache, importance_cache as store
 from attention.importance import batch, curves, heads as heads_mod, targets, tokens as tokens_mod
-from attention.measures import flow, heads as head_measures, rank, rollout
 
 # the package re-exports the functions agreement and faithfulness under their modules' names
 agreement_mod = importlib.import_module("attention.importance.agreement")
 faith_mod = importlib.import_module("attention.importance.faithfulness")
-
 
 
 def _chunks(model, texts) -> list[list[int]]:
