@@ -13,8 +13,8 @@ WORKDIR /app
 
 # requirements-cpu.txt: the pins of requirements.txt, with torch's CPU build from the
 # PyTorch CPU index (on Linux, PyPI's torch is the ~2.5 GB CUDA build).
-COPY requirements-cpu.txt .
-RUN pip install -r requirements-cpu.txt
+COPY requirements-cpu.txt requirements-nodeps.txt ./
+RUN pip install -r requirements-cpu.txt && pip install --no-deps -r requirements-nodeps.txt
 
 RUN useradd --create-home --uid 1000 explorer
 COPY --chown=explorer:explorer . .
