@@ -230,11 +230,46 @@ def test_every_head_statistic_draws_the_table_column():
 
 
 def test_toy_source_note_and_bad_url_head():
+    """A link's head past MiniLM's last is clamped to it with a notice (as the sidebar's
+    layer is); a malformed layer falls back to the first."""
     at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split())), mh_head="99", mh_layer="x")
     assert not at.exception
     assert any("always uses MiniLM" in i.value for i in at.info)
     pickers = {s.label: s.value for s in at.selectbox}
-    assert pickers["Layer"] == 0 and pickers["Head"] == 0
+    assert pickers["Layer"] == 0 and pickers["Head"] == 11
+    assert [w.value for w in at.warning] == [
+        "The link asked for head 99; all-MiniLM-L6-v2 has heads 0 to 11, so head 11 is shown."]
+
+
+def test_one_owner_for_the_layer_the_mask_and_the_temperature():
+    """On Model heads the page's pickers own the layer and the interventions own a head's
+    temperature: the sidebar's layer, mask and temperature are disabled with their reason.
+    A fresh session opens on the sidebar's layer; a link's layer past the model's last gets
+    the sidebar's own notice, and the layer shown is the last."""
+    spec = AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained", layer=4,
+                         temperature=2.0, causal=True)
+    at = open_model_page(spec)
+    assert not at.exception and not at.error
+    sidebar = {w.key: w for w in (*at.sidebar.slider, *at.sidebar.toggle,
+                                  *at.sidebar.number_input)}
+    assert all(sidebar[k].disabled for k in ("in_layer", "in_causal", "in_temperature"))
+    assert not sidebar["in_hide_sinks"].disabled
+    captions = [c.value for c in at.sidebar.caption]
+    assert any(c.startswith("Not used here: Model heads picks its layer") for c in captions)
+    assert any("intervention (τ)" in c for c in captions)
+    assert not at.info                            # no second notice about the same settings
+    assert at.selectbox(key="view_mh_layer").value == 4
+    assert any("Layer 4, head 0" in s.value for s in at.subheader)
+    far = open_model_page(AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained"),
+                          mh_layer="9")
+    assert far.selectbox(key="view_mh_layer").value == 5
+    side = open_model_page(AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained"),
+                           layer="9")
+    assert [w.value for w in far.warning] == [w.value for w in side.warning] == [
+        "The link asked for layer 9; all-MiniLM-L6-v2 has layers 0 to 5, so layer 5 is shown."]
+    heatmap = open_page("pages/1_Heatmap.py", spec)          # where they apply: enabled
+    assert not any(w.disabled for w in (*heatmap.sidebar.slider, *heatmap.sidebar.toggle,
+                                        *heatmap.sidebar.number_input))
 
 
 def test_a_link_with_the_old_names_opens_the_same_view_under_the_new_ones():

@@ -37,6 +37,10 @@ SHARE_KEY = "share_menu"   # the share menu's open state
 TOY_PAGES = ("nav.input", "nav.heatmap", "nav.scores")   # the pages that run random projections
 TUCKED_KEY = "toy_settings_box"   # their settings' box on the other pages (drawn while open)
 TOY_ERRORS = ("errors.spec_range", "errors.spec_cells", "errors.spec_work")   # about them
+# Pages with controls of their own for the sidebar's layer, mask and temperature (one owner
+# per setting): there the sidebar's are drawn disabled, each page's reason under them.
+OWN_SETTINGS = {"nav.model": "model", "nav.importance": "page", "nav.sharper": "page",
+                "corpus_page.nav": "page"}
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,7 @@ def _sidebar(title_key: str) -> tuple[state.Draft, list[UserError]]:
             if toy:                         # or the page uses the toy: its settings
                 _toy_settings()
             else:
-                problems += _model_picker()
+                problems += _model_picker(OWN_SETTINGS.get(title_key))
     else:                           # a page that does not use them: they wait,
         if draft_for_links.error is not None and draft_for_links.error.key in TOY_ERRORS:
             st.session_state[TUCKED_KEY] = True     # open on what the page's error is about
@@ -161,19 +165,24 @@ def _sidebar(title_key: str) -> tuple[state.Draft, list[UserError]]:
             if box.open:
                 st.caption(t("sidebar.toy_unused"))
                 _toy_settings()
+    owner = OWN_SETTINGS.get(title_key)
     st.sidebar.toggle(t("sidebar.causal"), key=state.KEY + "causal", help=t("sidebar.causal_help"),
-                      persist_state=KEEP)
+                      persist_state=KEEP, disabled=owner is not None)
     lo, hi = LIMITS["temperature"]
     st.sidebar.number_input(t("sidebar.temperature"), min_value=lo, max_value=hi, step=0.1,
                             key=state.KEY + "temperature", help=t("sidebar.temperature_help"),
-                            persist_state=KEEP)
+                            persist_state=KEEP, disabled=owner is not None)
+    if owner is not None:
+        st.sidebar.caption(t(f"sidebar.unused_{owner}_mask"))
     return state.draft_from_widgets(), problems
 
 
-def _model_picker() -> list[UserError]:
+def _model_picker(owner: str | None = None) -> list[UserError]:
     """Which real model (the bundled one or a folder / Hub id), its layer slider over the
     layers it has, and the hide-sinks toggle. A model that does not load leaves the slider at
-    its widest; page_setup then shows why. Returns warnings (a link's layer out of range)."""
+    its widest; page_setup then shows why. Returns warnings (a link's layer out of range).
+    owner: where the page picks its layers itself (OWN_SETTINGS), the slider is disabled
+    with that reason."""
     from attention import models
     from attention.ui.model import ensure_model
 
@@ -204,7 +213,9 @@ def _model_picker() -> list[UserError]:
         st.session_state[key] = last
     if last > 0:
         st.slider(t("sidebar.layer"), 0, last, key=key, persist_state=KEEP,
-                  help=t("sidebar.layer_help"))
+                  help=t("sidebar.layer_help"), disabled=owner is not None)
+        if owner is not None:
+            st.caption(t(f"sidebar.unused_{owner}_layer"))
     st.toggle(t("sidebar.hide_sinks"), key=state.KEY + "hide_sinks", persist_state=KEEP,
               help=t("sidebar.hide_sinks_help"))
     if loaded is not None:

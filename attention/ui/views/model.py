@@ -94,8 +94,6 @@ def _model_for(spec):
     source = spec.model_source if real else BUNDLED
     if not real:
         st.info(t("model.toy_note"), icon=":material/info:")
-    if spec.causal or spec.temperature != 1.0:
-        st.info(t("model.own_settings"), icon=":material/info:")
     loaded_report = _loaded_report(spec, source)
     return None if loaded_report is None else (source, *loaded_report)
 
@@ -123,7 +121,7 @@ def draw_heads(spec, source: str) -> None:
     real = spec.source == "pretrained"
     grid_slot = st.container()        # the grid shows above the pickers but needs their value
     with controls_row(spread=False):  # the section's bar: pickers, Options, one Download menu
-        layer, head = pick_head(loaded.layers, loaded.heads)
+        layer, head = pick_head(loaded, spec.layer if real else 0)
         options = options_menu(PREFIX)
         menu = download_popover(f"{PREFIX}_dl")
     with grid_slot:
@@ -175,15 +173,37 @@ def draw_grid(report, figure: bytes, current: tuple[int, int], hidden: bool = Fa
                 pick=partial(_apply_grid_click, layers, heads))
 
 
-def pick_head(layers: int, heads: int) -> tuple[int, int]:
-    """Layer and head pickers, kept in the URL as ?mh_layer=&mh_head=."""
-    layer = view_widget(LAYER_VIEW, st.selectbox, default=0, cast=int,
-                        valid=lambda v: v in range(layers), label=t("model.layer"),
+def pick_head(loaded, first_layer: int = 0) -> tuple[int, int]:
+    """Layer and head pickers, kept in the URL as ?mh_layer=&mh_head= (this page's one owner
+    of the layer: the sidebar's is disabled here). A fresh session opens on the sidebar's
+    layer (`first_layer`) unless the link names one; a link's layer or head past the model's
+    last is clamped to it with the notice the sidebar gives a link's layer."""
+    layers, heads = loaded.layers, loaded.heads
+    _clamp_from_link(LAYER_VIEW, layers - 1, "sidebar.model_layer_clamped", loaded.name)
+    _clamp_from_link(HEAD_VIEW, heads - 1, "model.head_clamped", loaded.name)
+    layer = view_widget(LAYER_VIEW, st.selectbox, default=min(first_layer, layers - 1),
+                        cast=int, valid=lambda v: v in range(layers), label=t("model.layer"),
                         options=range(layers), width=PICKER_PX)
     head = view_widget(HEAD_VIEW, st.selectbox, default=0, cast=int,
                        valid=lambda v: v in range(heads), label=t("model.head"),
                        options=range(heads), width=PICKER_PX)
     return layer, head
+
+
+def _clamp_from_link(name: str, last: int, notice: str, model: str) -> None:
+    """Before the picker `name` first takes its value from the link: a number past `last`
+    becomes `last`, with the sentence `notice` (layer=, head=, last=, name=)."""
+    key = "view_" + name
+    if key in st.session_state:
+        return
+    try:
+        asked = int(st.query_params.get(name, ""))
+    except ValueError:
+        return
+    if asked > last:
+        st.warning(t(notice, layer=asked, head=asked, last=last, name=model),
+                   icon=":material/link_off:")
+        st.session_state[key] = last
 
 
 def column_names(report) -> dict[str, str]:
