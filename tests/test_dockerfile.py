@@ -19,7 +19,8 @@ def test_cpu_torch_pinned_as_in_requirements():
     requirements.txt is checked in tests/test_deploy.py) and no other torch."""
     runs = " ".join(arg for op, arg in instructions() if op == "RUN")
     assert "pip install -r requirements-cpu.txt" in runs and "torch" not in runs
-    assert ("COPY", "requirements-cpu.txt .") in instructions()
+    assert ("COPY", "requirements-cpu.txt requirements-nodeps.txt ./") in instructions()
+    assert "pip install --no-deps -r requirements-nodeps.txt" in runs
     cpu = (ROOT / "requirements-cpu.txt").read_text().splitlines()
     assert "torch==2.13.0+cpu" in cpu
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in cpu
