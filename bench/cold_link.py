@@ -23,10 +23,12 @@ Heatmap's head picker until the page's script has run again, is idle and every c
 drawn (bench/pages.py's pick); at 16 and 2,048 tokens, against the same click on a bare
 page with a selectbox and one chart.
 
-"Does the model use it?" is the Importance page's link as the page writes it (its corpus,
+"Corpus" is the Corpus page's default view, read from the corpus results shipped with the
+code (attention/data/corpus). "Does the model use it?" is the Importance page's link as the page writes it (its corpus,
 words-only switch and layer after the sidebar's spec): its default view, read from the
 results shipped with the code (attention/data/importance); no model is loaded for it.
 
+--pages=Corpus,Score analysis: those pages only (their English titles), beside the bare page.
 --quick: one round, the bare page, the Heatmap and the Importance page only (no disk cache to
 fill; their three servers started side by side before the round, each still cold when its link
 comes), and one head click at 16 and at 512 tokens: the quick run's (bench/browser_heatmap.
@@ -43,6 +45,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from attention.files.diskcache import ENV as CACHE_ENV
+from attention.i18n import catalog
+from attention.ui.pages import PAGES as LISTED
 from bench.browser import done_ms
 from bench.browser_heatmap import Session, named, quick_clicks
 from bench.pages import HEAD_PICKER, QUICK_BIG, click_times, context, launch, spec_url
@@ -50,9 +54,11 @@ from bench.servers import BARE, server, servers
 from bench.timing import print_table, row
 
 IMPORTANCE = "Does the model use it?"
-PAGES = {"Input": "", "Heatmap": "Heatmap", "Score analysis": "Score_analysis",
-         "Model heads": "Model_heads", "Is sharper better?": "Is_sharper_better",
-         IMPORTANCE: "Does_the_model_use_it?imp_corpus=bundled%3Aen&imp_words=True&imp_layer=5"}
+# Every page of the app (attention/ui/pages.py), by its English title: its link's path, the
+# Importance page's with the view settings it writes itself.
+LINKS = {"nav.importance": "?imp_corpus=bundled%3Aen&imp_words=True&imp_layer=5"}
+PAGES = {catalog("en")[entry.title]: entry.url_path + LINKS.get(entry.title, "")
+         for entry in LISTED}
 QUICK_PAGES = ("Heatmap", IMPORTANCE)
 
 
@@ -98,15 +104,17 @@ BEFORE = " (before: ATTENTION_EXPLORER_WARMUP=0, empty disk cache)"
 COMPARED = " (--compare checkout)"
 
 
-def _measurements(bare: str, before: bool, compare: str | None = None, quick: bool = False
+def _measurements(bare: str, before: bool, compare: str | None = None, quick: bool = False,
+                  only: tuple[str, ...] = ()
                   ) -> dict[str, tuple[str | None, str | None, bool, str | None, bool]]:
     """name -> (script, page path, empty disk cache, checkout or None, warm-up) of each
     measurement; with `compare` (another checkout), its app on the same pages, in the same
-    rounds. quick: the bare page and QUICK_PAGES only."""
+    rounds. quick: the bare page and QUICK_PAGES only (or the pages `only` names)."""
     out = {"bare page": (bare, None, True, None, True)}
-    pages = {name: PAGES[name] for name in QUICK_PAGES} if quick else PAGES
+    chosen = only or (QUICK_PAGES if quick else ())
+    pages = {name: PAGES[name] for name in chosen} if chosen else PAGES
     out.update({name: (None, path, False, None, True) for name, path in pages.items()})
-    if not quick:
+    if not quick and not only:
         out[EMPTY] = (None, PAGES["Is sharper better?"], True, None, True)
         out[TRAINED] = (None, PAGES["Is sharper better?"] + "?sh_seed=3", True, None, True)
     if before:
@@ -151,7 +159,8 @@ def _quick_clicks(browser) -> dict[str, float]:
 
 
 def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
-        clicks_too: bool = True, compare: str | None = None, quick: bool = False) -> list[dict]:
+        clicks_too: bool = True, compare: str | None = None, quick: bool = False,
+        only: tuple[str, ...] = ()) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     from tests.conftest import ROOT
@@ -173,7 +182,7 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
             subprocess.run([sys.executable, "-m", "attention.files.experiment_cache"], check=True,
                            cwd=checkout or ROOT, env={**os.environ, CACHE_ENV: directory},
                            capture_output=True)
-        plan = _measurements(str(bare), before, compare, quick)
+        plan = _measurements(str(bare), before, compare, quick, only)
         cold: dict[str, list[float]] = {name: [] for name in plan}
         browser = launch(p)
         # The baseline opens and closes every round: every ratio rests on it, and on a shared
@@ -214,6 +223,7 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
 if __name__ == "__main__":
     rounds = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--rounds=")), 2)
     compare = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--compare=")), None)
+    only = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--pages=")), "")
     print_table(run(rounds=rounds, before="--before" in sys.argv,
                     clicks_too="--no-clicks" not in sys.argv, compare=compare,
-                    quick="--quick" in sys.argv))
+                    quick="--quick" in sys.argv, only=tuple(filter(None, only.split(",")))))

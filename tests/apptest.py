@@ -11,11 +11,10 @@ import pyarrow as pa
 from streamlit.testing.v1 import AppTest
 
 from attention.spec import AttentionSpec
+from attention.ui.pages import SCRIPTS
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE_FILES = ["app.py", "pages/1_Heatmap.py", "pages/2_Score_analysis.py",
-              "pages/3_Model_heads.py", "pages/4_Is_sharper_better.py",
-              "pages/5_Does_the_model_use_it.py"]
+PAGE_FILES = list(SCRIPTS)   # every page, from the one list (attention/ui/pages.py)
 
 
 def open_page(path: str, spec: AttentionSpec | None = None, *, timeout: float = 60,

@@ -54,10 +54,21 @@ def _no_prefetch_outlives_a_test():
         assert not enabled, "a test left prefetching on"
 
 
+PORTS_ENV = "ATTENTION_EXPLORER_PORTS"   # "8600-8609": servers only on these ports
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port: any, or one of the range PORTS_ENV names (a machine where each
+    user is given a few ports)."""
+    low, _, high = os.environ.get(PORTS_ENV, "0").partition("-")
+    for port in range(int(low), int(high or low) + 1):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise RuntimeError(f"no free port in {PORTS_ENV}={os.environ[PORTS_ENV]}")
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -179,10 +190,10 @@ def show_toy_settings(page, path: str) -> None:
     rerun) so the sidebar's numbers are drawn, after checking they were not."""
     from playwright.sync_api import expect
 
-    from attention.ui.layout import PAGES, TOY_PAGES
+    from attention.ui.layout import TOY_PAGES
+    from attention.ui.pages import PAGES
 
-    away = {Path(script).stem.split("_", 1)[1] for script, key, _ in PAGES
-            if key not in TOY_PAGES}
+    away = {entry.url_path for entry in PAGES if entry.title not in TOY_PAGES}
     if path in away:
         sidebar = page.locator('[data-testid="stSidebar"]')
         expect(sidebar.locator('input[type="number"]')).to_have_count(1, timeout=UI_TIMEOUT)

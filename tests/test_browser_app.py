@@ -4,14 +4,15 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import expect
 
+from attention.i18n import catalog
 from attention.spec import AttentionSpec
 from attention.tokens import tokens_to_text
+from attention.ui.pages import PAGES as LISTED
 from tests.conftest import UI_TIMEOUT, show_toy_settings, wait_for_app
 
 pytestmark = pytest.mark.browser
 
-PAGES = {"": "Input", "Heatmap": "Heatmap", "Score_analysis": "Score analysis",
-         "Model_heads": "Model heads", "Is_sharper_better": "Is sharper better?"}
+PAGES = {entry.url_path: catalog("en")[entry.title] for entry in LISTED}   # path -> heading
 SPEC = AttentionSpec(tokens=("we", "shared", "<b>this</b>", "link", "we"), d_k=32, heads=3,
                      seed=7, causal=True, temperature=0.8)
 
@@ -65,6 +66,31 @@ def test_deep_link_on_a_fresh_server_reproduces_the_view(fresh_server, page, pat
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
     # The tag stays text: nothing in the page became a <b> element from user input.
     expect(page.locator('[data-testid="stSidebar"] b', has_text="this")).to_have_count(0)
+
+
+# Links as the pages have written them, view settings included (a name from before the
+# prefixes, ?head=, is renamed): path, its query after the spec, what the settled URL then
+# holds. A page that ignored the setting would write its default back into the URL.
+OLD_LINKS = {
+    "heatmap view": ("Heatmap", "hm_view=grid&hm_head=2", {"hm_view": "grid", "hm_head": "2"}),
+    "score head, old name": ("Score_analysis", "head=1", {"sc_head": "1"}),
+    "model heads part": ("Model_heads", "mh_tab=table", {"mh_tab": "table"}),
+    "importance view": ("Does_the_model_use_it",
+                        "imp_corpus=bundled%3Aen&imp_words=True&imp_layer=2",
+                        {"imp_corpus": "bundled:en", "imp_words": "True", "imp_layer": "2"}),
+}
+
+
+@pytest.mark.parametrize("name", list(OLD_LINKS))
+def test_an_old_link_with_view_settings_opens_the_same_view_on_a_fresh_server(fresh_server,
+                                                                               page, name):
+    path, query, held = OLD_LINKS[name]
+    page.goto(f"{fresh_server.url}/{path}?{urlencode(SPEC.to_query())}&{query}")
+    wait_for_app(page)
+    expect_heading(page, PAGES[path])
+    page.wait_for_url(lambda url: held.items() <= dict(_query(url)).items()
+                      and "head" not in dict(_query(url)), timeout=UI_TIMEOUT)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
 
 def test_share_link_reopens_the_same_view_in_a_new_browser(server, chromium, page):

@@ -25,10 +25,13 @@ from attention.i18n import catalog
 from attention.spec import AttentionSpec
 from attention.tokens import MAX_INPUT_CHARS, MAX_TOKEN_CHARS, MAX_TOKENS
 from attention.ui.layout import TUCKED_KEY
-from tests.apptest import PAGE_FILES, ROOT, chart_frames, figures, open_menu, open_page
+from attention.ui.pages import by_title
+from tests.apptest import ROOT, chart_frames, figures, open_menu, open_page
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
-INPUT, HEATMAP, SCORES, MODEL, SHARPER, IMPORTANCE = PAGE_FILES
+INPUT, HEATMAP, SCORES, MODEL, SHARPER, IMPORTANCE = (
+    by_title(key).script for key in ("nav.input", "nav.heatmap", "nav.scores", "nav.model",
+                                     "nav.sharper", "nav.importance"))
 PARSER_PAGES = (INPUT, HEATMAP)   # refused before any computation: the sidebar is the same
 TOKEN_PAGES = (INPUT, HEATMAP, SCORES)  # pages that show the input tokens themselves
 SPEC_PAGES = (INPUT, HEATMAP, SCORES)   # settings only the toy model reads (d_k, heads, seed)

@@ -6,13 +6,11 @@ import pytest
 from playwright.sync_api import expect
 
 from attention.i18n import LANGUAGES, translate
+from attention.ui.pages import PAGES
 from tests.apptest import PAGE_FILES, run_page
 from tests.conftest import UI_TIMEOUT, wait_for_app
 
-TITLES = {"app.py": "nav.input", "pages/1_Heatmap.py": "nav.heatmap",
-          "pages/2_Score_analysis.py": "nav.scores", "pages/3_Model_heads.py": "nav.model",
-          "pages/4_Is_sharper_better.py": "nav.sharper",
-          "pages/5_Does_the_model_use_it.py": "nav.importance"}
+TITLES = {entry.script: entry.title for entry in PAGES}
 
 
 @pytest.fixture

@@ -8,10 +8,12 @@ import json
 import subprocess
 import sys
 
+from attention.ui.layout import TOY_PAGES
+from attention.ui.pages import by_title
 from tests.apptest import ROOT
 
 HEAVY = ("transformers", "scipy", "jieba")
-PAGES = ("app.py", "pages/1_Heatmap.py", "pages/2_Score_analysis.py")
+PAGES = tuple(by_title(key).script for key in TOY_PAGES)   # the pages of the toy model
 
 SCRIPT = f"""
 import json, sys

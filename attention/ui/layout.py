@@ -18,19 +18,10 @@ from attention.i18n import LANGUAGES
 from attention.spec import LIMITS, MAX_MODEL_CHARS, SOURCES, AttentionSpec
 from attention.tokens import FORMATS
 from attention.ui import state
+from attention.ui.pages import PAGES
 from attention.ui.snapshot import snapshot_box
 from attention.ui.text import LANG_KEY, message, t
 
-# (script, interface-text key of its title, icon); app.py is the Input page.
-PAGES = (
-    ("app.py", "nav.input", ":material/edit_note:"),
-    ("pages/1_Heatmap.py", "nav.heatmap", ":material/grid_on:"),
-    ("pages/2_Score_analysis.py", "nav.scores", ":material/query_stats:"),
-    ("pages/3_Model_heads.py", "nav.model", ":material/hub:"),
-    ("pages/4_Is_sharper_better.py", "nav.sharper", ":material/science:"),
-    ("pages/5_Does_the_model_use_it.py", "nav.importance", ":material/troubleshoot:"),
-    ("pages/6_Corpus.py", "corpus_page.nav", ":material/scatter_plot:"),
-)
 EXAMPLE_KEY = "in_example"
 KEEP = "session"  # sidebar widgets keep their values across page switches
 SHARE_KEY = "share_menu"   # the share menu's open state

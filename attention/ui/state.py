@@ -139,8 +139,9 @@ def link_params(spec: AttentionSpec | None) -> dict[str, str]:
 
 # Page view settings live in the URL as <section>_<name>, one prefix per page (a part of its
 # own for uploads): hm Heatmap, sc Score analysis, mh Model heads, up its upload part, sh Is
-# sharper better?, imp Does the model use it? Spec fields and `lang` carry no prefix. The
-# names links used before that scheme, read when the new name is absent (rename_old_keys):
+# sharper better?, imp Does the model use it?, cp Corpus. Spec fields and `lang` carry no
+# prefix. The names links used before that scheme, read when the new name is absent
+# (rename_old_keys):
 RENAMED = {"mlayer": "mh_layer", "mhead": "mh_head", "mstat": "mh_stat", "iv": "mh_iv",
            "ivpos": "mh_ivpos", "head": "sc_head", "train_seed": "sh_seed"}
 

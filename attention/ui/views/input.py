@@ -8,7 +8,7 @@ import streamlit as st
 from attention.spec import AttentionSpec
 from attention.ui import cache, model
 from attention.ui.explain import explanation
-from attention.ui.layout import PAGES
+from attention.ui.pages import PAGES
 from attention.ui.text import t
 
 
