@@ -77,13 +77,18 @@ def legend(scheme: str, domain: tuple[float, float], title: str, count: int = 4)
 
 
 def _panel_legend(value: str, domain: tuple[float, float], lang: str,
-                  shared: bool) -> dict | None:
+                  shared: bool, words: Mapping[str, str] | None = None) -> dict | None:
     """A comparison panel's legend: none on the scaled panel when both weight panels share the
     unscaled one's."""
     if shared and value == "weight":
         return None
     title = "legend_shared" if shared and value == "unscaled_weight" else f"legend_{value}"
-    return legend(scheme_for(value), domain, _t(lang, title))
+    return legend(scheme_for(value), domain, _word(lang, title, words))
+
+
+def _word(lang: str, key: str, words: Mapping[str, str] | None) -> str:
+    """A heatmap text (heatmap.<key>), or the figure's own for that key."""
+    return words[key] if words and key in words else _t(lang, key)
 
 
 def _layout_key(parts: dict) -> str:
@@ -91,34 +96,39 @@ def _layout_key(parts: dict) -> str:
 
 
 def cells_figure(tips: Mapping[str, np.ndarray], axes: CellAxes, lang: str = "en", *,
-                 shared: bool = True, sizes: dict | None = None) -> dict:
+                 shared: bool = True, sizes: dict | None = None,
+                 words: Mapping[str, str] | None = None) -> dict:
     """Scaled | unscaled | difference of one head, cell by cell (tips: frames.window of that
     head over `axes`, each TIP_DIGITS column a (queries, keys) matrix, NaN where masked): one
     pixel a cell, the tokens on the axes, the weights printed in the cells up to NUMBERS_MAX
     a side, every number of a cell in its tooltip. sizes: a zoom window's size buttons above
     the panels, {"label": str, "help": str, "options": [int, ...], "current": int}; a click
-    on one is sent back as the event "size" (its number)."""
+    on one is sent back as the event "size" (its number).
+    Another pair of weights on one scale and their difference (an intervention's before and
+    after) is drawn the same way: its three matrices under VALUES' names in `tips` (the
+    columns it lacks are left out of the tooltip), its texts in `words` by the heatmap's keys
+    (panel_<value>, legend_<value>, legend_shared, tip_<value>)."""
     small = axes.side <= NUMBERS_MAX
     panels = []
     for value in VALUES:
         domain = color_domain(tips, value, shared)
         grid = tips[value]                                                      # (q, k)
-        panel = {"title": _t(lang, f"panel_{value}"),
+        panel = {"title": _word(lang, f"panel_{value}", words),
                  "image": colors.png_data_url(colors.colorize(grid, domain, scheme_for(value))),
-                 "legend": _panel_legend(value, domain, lang, shared)}
+                 "legend": _panel_legend(value, domain, lang, shared, words)}
         if small:
             printed = np.array(number_labels(grid), dtype=object).reshape(grid.shape)
             printed[np.isnan(grid)] = ""                                        # masked: blank
             panel["numbers"] = printed.tolist()
             panel["dark"] = on_dark(grid, value, domain).tolist()
         panels.append(panel)
-    tip = {"titles": {name: _t(lang, f"tip_{name}") for name in
-                      ("query_token", "query_pos", "key_token", "key_pos", *TIP_DIGITS)},
+    digits = {name: places for name, places in TIP_DIGITS.items() if name in tips}
+    tip = {"titles": {name: _word(lang, f"tip_{name}", words) for name in
+                      ("query_token", "query_pos", "key_token", "key_pos", *digits)},
            "query_tokens": list(axes.query_tokens), "key_tokens": list(axes.key_tokens),
            "q0": axes.queries.start, "k0": axes.keys.start,
-           "digits": TIP_DIGITS,
-           "values": {name: _json_values(tips[name], digits)
-                      for name, digits in TIP_DIGITS.items()}}
+           "digits": digits,
+           "values": {name: _json_values(tips[name], places) for name, places in digits.items()}}
     return _cells(axes, lang, panels, tip, PANEL, sizes)
 
 

@@ -18,6 +18,7 @@ from attention.measures.rollout import rollout
 from attention.measures.sinks import hide_sinks as hidden_sinks
 from attention.models import outcomes
 from attention.models.capture import ModelRun
+from attention.models.changes import AttentionChange, attention_change
 from attention.models.loaded import LoadedModel
 from attention.models.loading import load_model
 
@@ -138,6 +139,7 @@ class LmOutcome:
     top: pd.DataFrame            # outcomes.compare_top
     kl: float                    # KL(before || after) at that position, nats
     losses: pd.DataFrame | None  # outcomes.loss_table over the text (causal LM only)
+    attention: AttentionChange   # the heads' weights and sharpness before and after
 
 
 def lm_outcome(source: str, text: str, interventions: tuple, *,
@@ -161,18 +163,33 @@ def lm_outcome(source: str, text: str, interventions: tuple, *,
         token = run(source, text).tokens[position]
     b, a = before.logits[position], after.logits[position]             # (vocab,) each
     return LmOutcome(position=position, token=token, top=outcomes.compare_top(b, a, decode),
-                     kl=outcomes.kl_divergence(b, a), losses=losses)
+                     kl=outcomes.kl_divergence(b, a), losses=losses,
+                     attention=attention_change(before, after, interventions))
+
+
+@dataclass(frozen=True, eq=False)
+class EmbeddingOutcome:
+    """An embedding model's text before and after the interventions."""
+    cosine: float                # cos(embedding before, embedding after) of the whole text
+    lines: pd.DataFrame | None   # two lines or more: each line's own cosine (sentence, cosine)
+    pairs: pd.DataFrame | None   # and every pair of lines' (outcomes.similarity_frame)
+    attention: AttentionChange   # the whole text's heads before and after
 
 
 def embedding_outcome(source: str, text: str, interventions: tuple,
-                      lines: tuple[str, ...]) -> tuple[float, pd.DataFrame | None]:
-    """The cosine between the text's embeddings before and after, and (two lines or more)
-    every pair of lines' cosine before and after (outcomes.similarity_frame)."""
-    cos = outcomes.cosine(run(source, text).embedding,
-                          run(source, text, interventions).embedding)
+                      lines: tuple[str, ...]) -> EmbeddingOutcome:
+    """The cosine between the text's embeddings before and after; with two lines or more,
+    each line's own cosine before against after, and every pair of lines' cosine before and
+    after (outcomes.similarity_frame)."""
+    before, after = run(source, text), run(source, text, interventions)
+    change = attention_change(before, after, interventions)
+    cos = outcomes.cosine(before.embedding, after.embedding)
     if len(lines) < 2:
-        return cos, None
+        return EmbeddingOutcome(cosine=cos, lines=None, pairs=None, attention=change)
     loaded = load_model(source)
     plain = torch.stack([loaded.run(line).embedding for line in lines])           # (s, hidden)
     changed = torch.stack([loaded.run(line, interventions).embedding for line in lines])
-    return cos, outcomes.similarity_frame(plain, changed, lines)
+    each = pd.DataFrame({"sentence": list(lines),
+                         "cosine": [outcomes.cosine(p, c) for p, c in zip(plain, changed)]})
+    return EmbeddingOutcome(cosine=cos, lines=each, pairs=outcomes.similarity_frame(
+        plain, changed, lines), attention=change)

@@ -4,8 +4,12 @@ does differently, by the kind of model:
 
     causal LM    the next token's top 5 before and after, their KL divergence, each token's loss
     masked LM    the top 5 at a masked position before and after, their KL divergence
-    embeddings   the cosine between the text's embeddings before and after, and how the
-                 similarities between the text's lines (one sentence per line) change
+    embeddings   the cosine between the text's embeddings before and after, each line's (one
+                 sentence per line), and how the similarities between the lines change
+
+and, for every kind, what changed inside: the named heads' sharpness (max weight, entropy)
+beside the output's change, and a changed head's attention before and after
+(intervene_show).
 
 The interventions live in the URL as `mh_iv` (attention/models/links.py), the masked position
 as `mh_ivpos`. A link whose interventions are not one kind on a set of layers x heads (hand-written)
@@ -22,6 +26,7 @@ from attention.models import outcomes
 from attention.errors import UserError
 from attention.models import KINDS
 from attention.ui import model as cached
+from attention.ui.views import intervene_show as shown
 from attention.ui.state import view_widget
 from attention.ui.text import message, t
 
@@ -41,11 +46,11 @@ def draw_interventions(loaded, source: str, text: str, tokens: tuple[str, ...]) 
         return
     try:
         if loaded.head == "causal_lm":
-            draw_causal(source, text, iv)
+            draw_causal(source, text, iv, tokens)
         elif loaded.head == "masked_lm":
             draw_masked(loaded, source, text, iv, tokens)
         else:
-            draw_embedding(source, text, iv)
+            draw_embedding(source, text, iv, tokens)
     except UserError as err:
         st.error(message(err), icon=":material/error:")
 
@@ -141,24 +146,28 @@ def _table(frame: pd.DataFrame, numbers=()) -> None:
                      format="%.4f") for c in numbers})
 
 
-def _draw_top(outcome) -> None:
-    st.metric(t("model.iv_kl"), f"{outcome.kl:.4f}", help=t("model.iv_kl_help"))
-    _table(outcome.top, ("p_before", "p_before_after", "p_after"))
+def _kl(outcome) -> tuple[str, str, None, str]:
+    return t("model.iv_kl"), f"{outcome.kl:.4f}", None, t("model.iv_kl_help")
 
 
-def draw_causal(source: str, text: str, iv: str) -> None:
+def draw_causal(source: str, text: str, iv: str, tokens: tuple[str, ...]) -> None:
+    """The next piece's top 5, the KL and the mean loss beside the named heads' sharpness;
+    each piece's loss; the changed heads' attention before and after."""
     outcome = cached.lm_outcome(source, text, iv)
-    st.markdown(t("model.iv_next", token=outcome.token))
-    _draw_top(outcome)
     table = outcome.losses
-    if table is None:
-        return
-    left, right = st.columns(2)
-    left.metric(t("model.iv_loss_before"), f"{table['loss_before'].mean():.4f}")
-    right.metric(t("model.iv_loss_after"), f"{table['loss_after'].mean():.4f}",
-                 delta=f"{table['change'].mean():+.4f}", delta_color="inverse")
-    with st.expander(t("model.iv_loss_table")):
-        _table(table, ("loss_before", "loss_after", "change"))
+    output = [_kl(outcome)]
+    if table is not None:
+        before, after = table["loss_before"].mean(), table["loss_after"].mean()
+        output += [(t("model.iv_loss_before"), f"{before:.4f}", None, None),
+                   (t("model.iv_loss_after"), f"{after:.4f}", f"{after - before:+.4f}", None)]
+    shown.sharpness_beside_output(outcome.attention, output)
+    st.markdown(t("model.iv_next", token=outcome.token))
+    _table(outcome.top, ("p_before", "p_before_after", "p_after"))
+    if table is not None:
+        shown.losses(table, tokens)
+        with st.expander(t("model.iv_loss_table")):
+            _table(table, ("loss_before", "loss_after", "change"))
+    shown.attention_change(outcome.attention, tokens)
 
 
 def draw_masked(loaded, source: str, text: str, iv: str, tokens: tuple[str, ...]) -> None:
@@ -182,16 +191,23 @@ def draw_masked(loaded, source: str, text: str, iv: str, tokens: tuple[str, ...]
                               options=words, width=300,
                               format_func=lambda i: f"{tokens[i]} ·{i}")
     outcome = cached.lm_outcome(source, text, iv, mask_at)
+    shown.sharpness_beside_output(outcome.attention, [_kl(outcome)])
     st.markdown(t("model.iv_masked", token=outcome.token, position=outcome.position))
-    _draw_top(outcome)
+    _table(outcome.top, ("p_before", "p_before_after", "p_after"))
+    shown.attention_change(outcome.attention, tokens)
 
 
-def draw_embedding(source: str, text: str, iv: str) -> None:
+def draw_embedding(source: str, text: str, iv: str, tokens: tuple[str, ...]) -> None:
+    """The text's cosine beside the named heads' sharpness; each line's cosine and every
+    pair's similarity before and after; the changed heads' attention before and after."""
     lines = tuple(outcomes.sentences(text, MAX_SENTENCES))
-    cos, pairs = cached.embedding_outcome(source, text, iv, lines)
-    st.metric(t("model.iv_cosine"), f"{cos:.4f}", help=t("model.iv_cosine_help"))
-    if pairs is None:
+    outcome = cached.embedding_outcome(source, text, iv, lines)
+    shown.sharpness_beside_output(outcome.attention, [
+        (t("model.iv_cosine"), f"{outcome.cosine:.4f}", None, t("model.iv_cosine_help"))])
+    if outcome.pairs is None:
         st.caption(t("model.iv_one_line"))
-        return
-    st.markdown(t("model.iv_pairs", count=len(lines)))
-    _table(pairs, ("cos_before", "cos_after", "change"))
+    else:
+        shown.sentences(outcome.lines)
+        st.markdown(t("model.iv_pairs", count=len(lines)))
+        _table(outcome.pairs, ("cos_before", "cos_after", "change"))
+    shown.attention_change(outcome.attention, tokens)
