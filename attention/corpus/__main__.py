@@ -1,6 +1,8 @@
 """python -m attention.corpus run --model MODEL --corpus SOURCE --out DIR
-       [--engine local|ray] [--address RAY_ADDRESS] [--batch-size N] [--what stats,importance,qk]
-       [--sample N] [--workers K]
+       [--engine local|ray] [--address RAY_ADDRESS] [--batch-size N]
+       [--what stats,importance,qk,nll] [--sample N] [--workers K]
+       [--sweeps global,layers,heads] [--limit N]        (nll: a causal LM's sweeps)
+python -m attention.corpus ship --model MODEL --work DIR [--sweeps global,layers,heads] [--now]
 python -m attention.corpus embed --out DIR [--heads all|L.H,...]   (the global view's maps)
 
 Every refusal is one sentence on stderr and exit code 2 (docs/corpus.md)."""
@@ -29,7 +31,19 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--what", default="stats,qk")
     r.add_argument("--sample", type=int, default=8, help="pieces per text whose q and k are kept")
     r.add_argument("--workers", type=int, default=2, help="Ray actors (each loads the model)")
+    r.add_argument("--sweeps", default="global", help="nll: global,layers,heads")
+    r.add_argument("--limit", type=int, default=0, help="the corpus's first N texts (0: all)")
     r.add_argument("--quiet", action="store_true")
+    s = sub.add_parser("ship", help="run (or resume) the causal-LM sweeps and ship their rows")
+    s.add_argument("--model", required=True)
+    s.add_argument("--corpus", default="bundled:en")
+    s.add_argument("--work", required=True, help="the jobs' folders (kept: a rerun resumes)")
+    s.add_argument("--sweeps", default="global,layers,heads")
+    s.add_argument("--engine", default="local", choices=("local", "ray"))
+    s.add_argument("--address", default=None)
+    s.add_argument("--workers", type=int, default=2)
+    s.add_argument("--now", action="store_true", help="ship the finished shards, compute nothing")
+    s.add_argument("--quiet", action="store_true")
     e = sub.add_parser("embed", help="compute the global view's joint q/k maps of a finished run")
     e.add_argument("--out", required=True)
     e.add_argument("--heads", default="all")
@@ -44,6 +58,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "run":
             return _run(args)
+        if args.command == "ship":
+            return _ship(args)
         return _embed(args)
     except Refused as err:
         sys.stderr.write(f"{err}\n")
@@ -59,10 +75,27 @@ def _run(args) -> int:
         sys.stderr.write("--address joins a Ray cluster: add --engine ray.\n")
         return 2
     out = run(args.model, args.corpus, args.out, engine=args.engine, address=args.address,
-              settings=Settings(what=what, batch_size=args.batch_size, sample=args.sample),
+              settings=Settings(what=what, batch_size=args.batch_size, sample=args.sample,
+                                sweeps=tuple(w.strip() for w in args.sweeps.split(",") if w.strip()),
+                                limit=args.limit),
               progress=not args.quiet, workers=args.workers)
     if not args.quiet:
         print(f"Wrote {out}")
+    return 0
+
+
+def _ship(args) -> int:
+    from attention.sweeps.settings import SWEEPS
+    from attention.sweeps.ship import ship
+
+    sweeps = [w.strip() for w in args.sweeps.split(",") if w.strip()]
+    if not sweeps or any(w not in SWEEPS for w in sweeps):
+        sys.stderr.write(f"--sweeps takes a comma-separated list of {', '.join(SWEEPS)}.\n")
+        return 2
+    for path in ship(args.model, args.corpus, args.work, sweeps, engine=args.engine,
+                     address=args.address, workers=args.workers, now=args.now,
+                     progress=not args.quiet):
+        print(f"Wrote {path.name}")
     return 0
 
 

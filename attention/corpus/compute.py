@@ -12,6 +12,7 @@ to float error; tests/test_corpus_job.py checks 1e-5 against `batched=False`, on
     stats       (text, layer, head): Clark et al.'s HEAD_COLUMNS and the SINK_COLUMNS
     qk          (text, layer, head, sampled piece): position, token, q, k (lists of d_head)
     importance  whatever attention.importance.token_importance returns, with text_id
+    nll         (text, setting): a causal LM's NLL and sharpness (attention.sweeps.table)
 
 The sampled pieces (`settings.sample` per text, the same for every head) are drawn by a
 generator seeded with (SEED, text_id): a text's sample does not depend on its batch or engine.
@@ -32,10 +33,11 @@ from attention.models.registered import Forward
 from attention.models.runs import special_names
 
 SEED = 0
-WHAT = ("stats", "importance", "qk")
+WHAT = ("stats", "importance", "qk", "nll")
+CAPTURED = ("stats", "qk")    # products read from a forward that keeps every weight
 DEFAULT_WHAT = ("stats", "qk")
 DEFAULT_SAMPLE = 8
-TABLES = ("texts", "pieces", "stats", "qk", "importance")
+TABLES = ("texts", "pieces", "stats", "qk", "importance", "nll")
 
 
 @dataclass(frozen=True)
@@ -43,9 +45,19 @@ class Settings:
     what: tuple[str, ...] = DEFAULT_WHAT
     batch_size: int = 32          # texts per shard (and at most per forward)
     sample: int = DEFAULT_SAMPLE  # pieces per text whose q and k are kept
+    sweeps: tuple[str, ...] = ("global",)   # nll: attention.sweeps.settings.SWEEPS
+    limit: int = 0                # the corpus's first `limit` texts only (0: every text)
 
     def as_dict(self) -> dict:
-        return {"what": list(self.what), "batch_size": self.batch_size, "sample": self.sample}
+        out = {"what": list(self.what), "batch_size": self.batch_size, "sample": self.sample}
+        if "nll" in self.what:
+            out.update(sweeps=list(self.sweeps), limit=self.limit)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Settings":
+        return cls(what=tuple(d["what"]), batch_size=d["batch_size"], sample=d["sample"],
+                   sweeps=tuple(d.get("sweeps", ("global",))), limit=d.get("limit", 0))
 
 
 @dataclass(frozen=True)
@@ -195,10 +207,42 @@ def _qk(group: Group, text_ids: list[int], sample: int) -> pd.DataFrame:
     return out.astype({"layer": np.int16, "head": np.int16, "position": np.int32})
 
 
+def _encoded(model, texts: list[str]) -> tuple[list[Group], list[str]]:
+    """Each text's pieces without a forward (groups of one, no weights): what `nll` needs."""
+    groups, errors = [], []
+    for i, text in enumerate(texts):
+        enc, err = _encode(model, text)
+        errors.append(err)
+        if enc is not None:
+            ids = enc["input_ids"][0].tolist()
+            groups.append(Group(index=[i], ids=[ids], weights=None, q=None, k=None,
+                                tokens=[list(model.tokenizer.convert_ids_to_tokens(ids))]))
+    return groups, errors
+
+
+def _nll(model, first_id: int, groups: list[Group], errors: list[str], settings: Settings,
+         prepass: dict) -> pd.DataFrame:
+    from attention.sweeps.table import nll_table
+
+    ids, rows = [], []
+    for group in groups:
+        for i, piece_ids in zip(group.index, group.ids):
+            if len(piece_ids) < 2:
+                errors[i] = UserError("models.too_short").message("en")
+            else:
+                ids.append(first_id + i)
+                rows.append(piece_ids)
+    return nll_table(model, ids, rows, settings.sweeps, prepass, limit=settings.batch_size)
+
+
 def compute_shard(model, first_id: int, texts: list[str], settings: Settings,
-                  *, batched: bool = True) -> dict[str, pd.DataFrame]:
-    """The tables of texts[0..] with ids first_id, first_id + 1, ... (module docstring)."""
-    groups, errors = capture(model, texts, batched=batched, limit=settings.batch_size)
+                  *, batched: bool = True, prepass: dict | None = None) -> dict[str, pd.DataFrame]:
+    """The tables of texts[0..] with ids first_id, first_id + 1, ... (module docstring).
+    prepass: the corpus-level inputs of `nll` (attention.sweeps.table.prepass)."""
+    if any(w in CAPTURED for w in settings.what):
+        groups, errors = capture(model, texts, batched=batched, limit=settings.batch_size)
+    else:
+        groups, errors = _encoded(model, texts)
     cls, sep = special_names(model)
     special = set(model.special_ids)
     pieces = [0] * len(texts)
@@ -212,12 +256,15 @@ def compute_shard(model, first_id: int, texts: list[str], settings: Settings,
             frames["stats"].append(_stats(group, text_ids, special, cls, sep))
         if "qk" in settings.what:
             frames["qk"].append(_qk(group, text_ids, settings.sample))
+    nll = _nll(model, first_id, groups, errors, settings, prepass or {}) \
+        if "nll" in settings.what else None      # before "texts": it records texts too short
     tables = {"texts": pd.DataFrame({"text_id": np.arange(first_id, first_id + len(texts)),
                                      "text": texts, "pieces": pieces, "error": errors})}
     tables["pieces"] = _concat(frames["pieces"], ["text_id", "position", "token", "special"])
     for name in ("stats", "qk"):
         if name in settings.what:
             tables[name] = _concat(frames[name], None)
+    tables["nll"] = nll
     if "importance" in settings.what:
         ok = [i for i, err in enumerate(errors) if not err]
         imp = _importance(model, [texts[i] for i in ok], [first_id + i for i in ok])

@@ -51,8 +51,7 @@ class ShardWorker:
         torch.set_num_threads(1)
         self.model = load_model_for_job(model_source)
         self.out = Path(out)
-        self.settings = Settings(what=tuple(settings["what"]), batch_size=settings["batch_size"],
-                                 sample=settings["sample"])
+        self.settings = Settings.from_dict(settings)
 
     def __call__(self, batch: dict) -> dict:
         from attention.corpus.shards import process_shard

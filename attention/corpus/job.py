@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Callable
 
 
-from attention.corpus.compute import Settings
+from attention.corpus.compute import WHAT, Settings
 from attention.corpus.shards import (Refused, identity, load_model_for_job, read_manifest,
                                       shard_count, shard_done, write_manifest)
 from attention.errors import UserError
+from attention.sweeps.settings import SWEEPS
 
 def prepare(model_source: str, corpus_source: str, out: Path, settings: Settings):
     """(texts, manifest) for a run: refuses (Refused) a bad corpus, a bad setting or an
@@ -35,16 +36,24 @@ def prepare(model_source: str, corpus_source: str, out: Path, settings: Settings
         raise Refused(f"--batch-size must be between 1 and 4096, not {settings.batch_size}.")
     if settings.sample < 1 or settings.sample > 512:
         raise Refused(f"--sample must be between 1 and 512, not {settings.sample}.")
-    bad = [w for w in settings.what if w not in ("stats", "importance", "qk")]
+    bad = [w for w in settings.what if w not in WHAT]
     if bad or not settings.what:
-        raise Refused(f"--what takes a comma-separated list of stats, importance and qk, "
+        raise Refused(f"--what takes a comma-separated list of stats, importance, qk and nll, "
                       f"not {','.join(settings.what)!r}.")
+    if "nll" in settings.what and (not settings.sweeps or
+                                   any(s not in SWEEPS for s in settings.sweeps)):
+        raise Refused(f"--sweeps takes a comma-separated list of {', '.join(SWEEPS)}, "
+                      f"not {','.join(settings.sweeps)!r}.")
+    if settings.limit < 0:
+        raise Refused(f"--limit must be 0 (every text) or more, not {settings.limit}.")
     try:
         texts = load(corpus_source)
     except UserError as err:
         raise Refused(str(err)) from err
     if not texts:
         raise Refused(f"The corpus {corpus_source!r} holds no texts.")
+    if settings.limit:
+        texts = texts[:settings.limit]
     out = Path(out)
     ident = identity(model_source, corpus_source, texts, settings)
     old = read_manifest(out)
@@ -117,6 +126,8 @@ def run(model_source: str, corpus_source: str, out, *, engine: str = "local",
     manifest["shards_done"] = sorted(done)
     write_manifest(out, manifest)
     pending = [i for i in range(manifest["shards"]) if i not in done]
+    if "nll" in settings.what and pending:
+        _prepass(model or load_model_for_job(model_source), corpus_source, texts, out, settings)
     texts_done = sum(len(texts[i * bs:(i + 1) * bs]) for i in done)
     bar = Progress(len(texts), texts_done, progress, on_progress)
     started = time.perf_counter()
@@ -144,3 +155,20 @@ def run(model_source: str, corpus_source: str, out, *, engine: str = "local",
 
         derive(out)
     return out
+
+
+def _prepass(model, corpus_source: str, texts: list[str], out: Path, settings: Settings) -> None:
+    """The corpus-level inputs of `nll`, once per run (kept in the folder, atomically)."""
+    import json
+
+    from attention.corpus.shards import _atomic_write
+    from attention.corpus.sources import load
+    from attention.sweeps.table import PREPASS, prepass
+
+    if model.head != "causal_lm" or not model.is_causal:
+        raise Refused(f"--what nll measures a causal language model's next-piece loss; "
+                      f"{model.name} is not one (it is {model.architecture}).")
+    if (out / PREPASS).is_file():
+        return
+    pre = prepass(model, texts, load(corpus_source), settings.sweeps)
+    _atomic_write(out / PREPASS, json.dumps(pre).encode())

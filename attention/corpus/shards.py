@@ -46,8 +46,13 @@ def identity(model: str, corpus: str, texts: list[str], settings: Settings) -> d
     """What makes two runs the same run (the engine does not: both write the same shards)."""
     from attention.corpus.sources import digest
 
+    if tuple(settings.what) == ("nll",):      # only the code that changes its numbers
+        from attention.sweeps.shipped import code_key
+        version = code_key()
+    else:
+        version = code_version()
     return {"format": FORMAT, "model": model, "corpus": corpus, "corpus_digest": digest(texts),
-            "texts": len(texts), "settings": settings.as_dict(), "code_version": code_version()}
+            "texts": len(texts), "settings": settings.as_dict(), "code_version": version}
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -96,7 +101,11 @@ def process_shard(model, out: Path, index: int, texts: list[str], settings: Sett
     """The one per-batch function both engines call: compute shard `index` of `texts` (the
     shard's own texts) and write it. Returns {"shard", "texts", "tables"}."""
     first = index * settings.batch_size
-    tables = compute_shard(model, first, texts, settings)
+    prepass = None
+    if "nll" in settings.what:
+        from attention.sweeps.table import read_prepass
+        prepass = read_prepass(out)
+    tables = compute_shard(model, first, texts, settings, prepass=prepass)
     names = write_shard(out, index, tables)
     return {"shard": index, "texts": len(texts), "tables": names}
 

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 
 from attention.errors import UserError
 
-KINDS = ("unscaled", "temperature", "ablate", "uniform", "hide_sinks")
+KINDS = ("unscaled", "temperature", "ablate", "uniform", "hide_sinks")   # offered to visitors
+# Kinds of the corpus sweeps (attention.sweeps), built in code: their values are not typed by
+# a visitor (a scale, a reference length, a vector).
+SWEEP_KINDS = ("scale", "ssmax", "replace")
 
 
 @dataclass(frozen=True)
@@ -20,7 +23,13 @@ class Intervention:
                         its weights are still computed and returned;
           "uniform"     equal weight on every key the mask allows (q set to zero);
           "hide_sinks"  no weight on the first token and special tokens, rows renormalised
-                        (a row that may only see sinks, e.g. a causal model's first, keeps them).
+                        (a row that may only see sinks, e.g. a causal model's first, keeps them);
+          "scale"       logits q.k times `value` instead of the module's own scale (1/d: muP);
+          "ssmax"       Scalable-Softmax (Nakanishi 2025): logits q.k times the module's scale
+                        times log(n_i) / log(value), n_i the keys query i sees, so it equals
+                        the trained scale where a query sees `value` keys (value > 1);
+          "replace"     the head's output replaced by the vector `value` (d_head floats): mean
+                        ablation with the head's mean output.
     layer, head: None = every layer / every head. Later interventions on the same head
     override earlier ones of the same kind; different kinds combine."""
     kind: str
@@ -29,13 +38,19 @@ class Intervention:
     value: float | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
+        if self.kind not in KINDS + SWEEP_KINDS:
             raise UserError("models.bad_kind", kind=self.kind, kinds=", ".join(KINDS))
-        if self.kind == "temperature":
+        if self.kind == "replace":
+            vec = self.value
+            if not isinstance(vec, tuple) or not vec or \
+                    not all(isinstance(x, float) and math.isfinite(x) for x in vec):
+                raise UserError("models.bad_vector")
+        elif self.kind in ("temperature", "scale", "ssmax"):
             tau = self.value
             if not isinstance(tau, (int, float)) or isinstance(tau, bool) \
-                    or not (math.isfinite(tau) and tau > 0):
-                raise UserError("models.bad_temperature", value=tau)
+                    or not (math.isfinite(tau) and tau > (1 if self.kind == "ssmax" else 0)):
+                raise UserError("models.bad_temperature" if self.kind == "temperature"
+                                else "models.bad_value", kind=self.kind, value=tau)
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,9 @@ class HeadPlan:
     ablate: bool = False
     uniform: bool = False
     hide: bool = False
+    scale: float | None = None            # replaces the module's scale ("scale")
+    ssmax: float | None = None            # reference length of Scalable-Softmax ("ssmax")
+    fill: tuple[float, ...] | None = None  # the head's output replaced ("replace")
 
 
 def plans(interventions: tuple[Intervention, ...], layers: int,
@@ -58,6 +76,10 @@ def plans(interventions: tuple[Intervention, ...], layers: int,
             for head in range(heads) if iv.head is None else (iv.head,):
                 if iv.kind == "temperature":
                     row[head]["tau"] = float(iv.value)
+                elif iv.kind in ("scale", "ssmax"):
+                    row[head][iv.kind] = float(iv.value)
+                elif iv.kind == "replace":
+                    row[head]["fill"] = iv.value
                 else:
                     row[head][{"hide_sinks": "hide"}.get(iv.kind, iv.kind)] = True
     return {layer: tuple(HeadPlan(**h) for h in row) for layer, row in plans.items()}

@@ -12,6 +12,7 @@ through a context variable, so concurrent sessions running one model do not see 
 from __future__ import annotations
 
 import contextvars
+import math
 import os
 import threading
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ class Forward:
     record: bool = True
     batch: bool = False                  # record every batch element (b, heads, ...), not the first
     calls: int = 0                       # attention calls so far = the next layer's index
+    observe: object = None               # observe(layer, weights (b, heads, n_q, n_k)) per call
     q: list = field(default_factory=list)        # per layer (heads, n, d_head)
     k: list = field(default_factory=list)        # per layer (heads, n, d_head), repeated to heads
     v: list = field(default_factory=list)
@@ -77,12 +79,15 @@ def intervened(query, key, value, scaling: float, mask, plan: tuple[HeadPlan, ..
     n_k = key.shape[-2]
     weights = query.new_empty(b, heads, n_q, n_k)
     output = query.new_empty(b, heads, n_q, value.shape[-1])
-    groups: dict[tuple[float, float], list[int]] = {}
+    groups: dict[tuple, list[int]] = {}
     for h, p in enumerate(plan):
-        groups.setdefault((1.0 if p.unscaled else scaling, p.tau), []).append(h)
-    for (scale, tau), idx in groups.items():
+        scale = 1.0 if p.unscaled else scaling if p.scale is None else p.scale
+        groups.setdefault((scale, p.tau, p.ssmax), []).append(h)
+    for (scale, tau, ssmax), idx in groups.items():
         pick = slice(None) if len(idx) == heads else torch.tensor(idx)
         q = query[:, pick]                                             # (b, g, n_q, d)
+        if ssmax is not None:                                          # Scalable-Softmax
+            q = q * ssmax_factor(mask, n_q, n_k, ssmax).to(q.dtype)   # (b, g, n_q, d)
         uniform = [i for i, h in enumerate(idx) if plan[h].uniform]
         if uniform:
             q = q.clone()
@@ -100,7 +105,17 @@ def intervened(query, key, value, scaling: float, mask, plan: tuple[HeadPlan, ..
     ablate = [h for h, p in enumerate(plan) if p.ablate]
     if ablate:
         output[:, ablate] = 0.0
+    for h, p in enumerate(plan):
+        if p.fill is not None:                                         # mean ablation
+            output[:, h] = torch.tensor(p.fill, dtype=output.dtype)    # (d_v,) on every row
     return weights, output
+
+
+def ssmax_factor(mask, n_q: int, n_k: int, reference: float) -> torch.Tensor:
+    """log(n_i) / log(reference) per query row, n_i the keys row i may see: (..., n_q, 1)."""
+    seen = torch.full((n_q, 1), float(n_k)) if mask is None else \
+        mask.sum(dim=-1, keepdim=True).to(torch.float32)               # (..., n_q, 1)
+    return torch.log(seen.clamp(min=1.0)) / math.log(reference)
 
 
 def core_attention_forward(module, query, key, value, attention_mask, scaling=None,
@@ -128,6 +143,8 @@ def core_attention_forward(module, query, key, value, attention_mask, scaling=No
         weights = torch.nn.functional.dropout(weights, p=dropout, training=True)
         output = weights @ value
     if state is not None:
+        if state.observe is not None:
+            state.observe(state.calls, weights)
         state.calls += 1
         if state.record:
             first = slice(None) if state.batch else 0                  # batch: keep every element

@@ -1,0 +1,9 @@
+"""Is sharper attention a better model, on a real causal LM over a whole corpus: per text and
+setting, the mean negative log-likelihood per predicted piece and how sharp the attention was.
+
+    settings.py   the settings (scale variants, temperatures, sinks, head ablations), no torch
+    engine.py     one batch of texts under many settings, sharing the unmodified prefix
+    stats.py      paired bootstrap over texts against the unmodified model, no torch
+    shipped.py    the shipped per-text results (attention/data/sweeps), read without torch
+
+The corpus job computes the per-text rows (`python -m attention.corpus run --what nll`)."""

@@ -1,0 +1,95 @@
+"""The sweeps' per-text results that ship with the code (attention/data/sweeps), read
+without torch, and the key that names them.
+
+One Parquet file per (model, corpus, sweep): `<model>-<corpus>-<sweep>-<key>.parquet` holding
+the job's `nll` rows (attention.sweeps.table). The key covers only what changes the numbers:
+the model's name, the corpus's texts, the sweep and its text limit, and the code that
+computes them (SOURCES, as parsed: comments and docstrings do not count), so an unrelated
+edit keeps the shipped results. `python -m attention.corpus ship` re-ships (and resumes).
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from attention import config
+
+FOLDER = config.DATA / "sweeps"
+PACKAGE = Path(__file__).resolve().parent.parent            # attention/
+SOURCES = ("sweeps/engine.py", "sweeps/settings.py", "sweeps/table.py", "core.py",
+           "models/interventions.py", "models/registered.py", "measures/sinks.py")
+# What ships: every text for the global settings, the first 100 for each layer and head
+# (a text limit per sweep; layers_rest is not shipped).
+PLAN = {"global": 0, "layers": 100, "heads": 100, "layers_rest": 100}
+
+
+def _code(source: str) -> str:
+    """The module's syntax tree without docstrings: edits to comments and prose don't count."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def code_key() -> str:
+    h = hashlib.sha256()
+    for name in SOURCES:
+        h.update(name.encode())
+        h.update(_code((PACKAGE / name).read_text(encoding="utf-8")).encode())
+    return h.hexdigest()[:16]
+
+
+def texts_digest(texts: list[str]) -> str:
+    """sha256 over each text's own sha256: no two lists of texts share it."""
+    h = hashlib.sha256()
+    for text in texts:
+        h.update(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+    return h.hexdigest()
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "_", name).strip("_")
+
+
+def key(model: str, corpus: str, texts: list[str], sweep: str, limit: int) -> str:
+    h = hashlib.sha256("\0".join([code_key(), model, corpus, texts_digest(texts), sweep,
+                                  str(limit)]).encode())
+    return h.hexdigest()[:16]
+
+
+def path(model: str, corpus: str, texts: list[str], sweep: str, limit: int | None = None) -> Path:
+    limit = PLAN[sweep] if limit is None else limit
+    return FOLDER / (f"{slug(model)}-{slug(corpus)}-{sweep}-"
+                     f"{key(model, corpus, texts, sweep, limit)}.parquet")
+
+
+def write(frame: pd.DataFrame, target: Path) -> Path:
+    """The rows, compact (float32, categories), to `target` through a temporary name."""
+    frame = frame.astype({c: "float32" for c in ("nll", "max_weight", "entropy",
+                                                 "own_max_weight", "own_entropy")})
+    frame = frame.astype({"family": "category", "variant": "category"})
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    frame.to_parquet(tmp, index=False, compression="zstd")
+    tmp.replace(target)
+    return target
+
+
+def read(model: str, corpus: str, texts: list[str]) -> dict[str, pd.DataFrame]:
+    """sweep -> the shipped rows of `model` on `corpus` under the current key (missing
+    sweeps left out)."""
+    out = {}
+    for sweep in PLAN:
+        p = path(model, corpus, texts, sweep)
+        if p.is_file():
+            frame = pd.read_parquet(p)
+            out[sweep] = frame.astype({"family": str, "variant": str})
+    return out
