@@ -4,5 +4,5 @@ from attention.ui.entry import page_setup
 from attention.ui.views.corpus import draw_corpus_page
 
 page = page_setup("corpus_page.nav", needs_spec=False)
-draw_corpus_page()
+draw_corpus_page(page.spec)
 page.finish()

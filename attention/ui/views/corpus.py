@@ -79,10 +79,12 @@ def _stamp(folder: Path) -> float:
         return 0.0
 
 
-def draw_corpus_page() -> None:
+def draw_corpus_page(spec=None) -> None:
+    """The page; a run from it uses the sidebar's real model (`spec`), else the bundled one."""
     st.markdown(t("corpus_page.intro"))
     options = _options()
-    _run_box()
+    _run_box(spec.model_source if spec is not None and spec.source == "pretrained"
+             else config.BUNDLED)
     options = _options()
     if not options:
         st.info(t("corpus_page.no_folders"))
@@ -186,8 +188,8 @@ class _Run:
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.root), True)
 
 
-def _run_box() -> None:
-    with st.expander(t("corpus_page.run_title")):
+def _run_box(source: str) -> None:
+    with st.expander(t("corpus_page.run_title", model=Path(source).name or source)):
         st.markdown(t("corpus_page.run_help", limit=RUN_LIMIT))
         raw = st.text_area(t("corpus_page.run_texts"), key="corpus_page_texts", height=140)
         upload = st.file_uploader(t("corpus_page.run_upload"), key="corpus_page_upload",
@@ -220,7 +222,7 @@ def _run_box() -> None:
         from attention.models import load_model
 
         try:
-            run_job(config.BUNDLED, str(corpus), run.folder, model=load_model(config.BUNDLED),
+            run_job(source, str(corpus), run.folder, model=load_model(source),
                     settings=Settings(batch_size=16),
                     on_progress=lambda d, n: bar.progress(
                         d / n, text=t("corpus_page.run_progress", done=d, total=n)))
