@@ -17,22 +17,18 @@ from attention import config, models
 from attention.measures.heads import head_table
 from attention.spec import AttentionSpec
 from tests.apptest import TIP, comparison_cells, grid_cells, open_page
-from tests.tiny_models import build
+from tests.tiny_models import local_models, tiny  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.slow     # pages on a tiny model: left out of make test-fast
+pytestmark = [pytest.mark.slow,   # pages on a tiny model: left out of make test-fast
+              pytest.mark.usefixtures("local_models")]
 
 TEXT = "the cat sat on the mat"
 LINES = "the cat sat on the mat\na dog barked at the old house"
 
 
-@pytest.fixture(autouse=True)
-def _folders_on(monkeypatch):
-    monkeypatch.setenv(config.ENV_LOCAL, "1")
-
-
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("causal_lm"), ["llama"])["llama"]
+def llama(tiny):
+    return tiny["llama"]
 
 
 @pytest.fixture(scope="module")

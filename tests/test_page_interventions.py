@@ -10,25 +10,16 @@ import re
 import pytest
 import torch
 
-from attention import config, models
+from attention import models
 from attention.spec import AttentionSpec
 from tests.apptest import TIP, chart_frames, figure_cells, figures, open_page
-from tests.tiny_models import build
+from tests.tiny_models import local_models, tiny  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.slow     # pages on tiny models: left out of make test-fast
+pytestmark = [pytest.mark.slow,   # pages on tiny models: left out of make test-fast
+              pytest.mark.usefixtures("local_models")]
 
 MODEL_PAGE = "pages/3_Model_heads.py"
 TEXT = "the cat sat on the mat"
-
-
-@pytest.fixture(autouse=True)
-def _folders_on(monkeypatch):
-    monkeypatch.setenv(config.ENV_LOCAL, "1")
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("iv_models"), ["llama", "bert_base"])
 
 
 def eager(folder):

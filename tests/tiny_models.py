@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from attention import config
 from attention import models as M
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
@@ -54,6 +55,12 @@ def tiny(tmp_path_factory):
     """name -> folder of a tiny saved checkpoint, built once per session."""
     root = tmp_path_factory.mktemp("tiny_models")
     return {name: _save(cfg, root / name) for name, cfg in _configs().items()}
+
+
+@pytest.fixture
+def local_models(monkeypatch):
+    """A person's own machine: model folders load (a shared server refuses them)."""
+    monkeypatch.setenv(config.ENV_LOCAL, "1")
 
 
 def _output_projection(model, layer: int):
