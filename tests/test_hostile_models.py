@@ -183,7 +183,7 @@ def _check_refused(at, typed: str, root: Path) -> str:
     assert len(errors) == 1, errors
     expected = M.load_model.__globals__["UserError"](
         "models.not_allowed", source=config.shown(typed),
-        allowed=config.BUNDLED, env=config.ENV_LOCAL)
+        allowed=", ".join(config.BUNDLED_SOURCES), env=config.ENV_LOCAL)
     assert errors[0] == str(expected), (typed, errors[0])
     rest = errors[0].replace(f"'{config.shown(typed)}'", "'…'", 1)
     everything = "\n".join(_page_texts(at)).replace(config.shown(typed), "…")

@@ -21,7 +21,7 @@ from attention import models as M
 from attention.importance import batch as B
 from attention.importance import tokens as TK
 from attention.measures.heads import head_stats
-from attention.models import loading
+from attention.models import describe, loading
 from tests.tiny_models import _output_projection, tiny  # noqa: F401
 
 pytestmark = pytest.mark.slow     # occlusion and gradients on real and tiny models: left out of make test-fast
@@ -41,7 +41,7 @@ def _fresh(tiny, name, dtype=torch.float32):
     loaded = loading._load("folder", path, path, config.policy())
     loaded.model.to(dtype)                 # new parameter tensors: find W_O again
     width = loaded.heads * loaded.d_head
-    return replace(loaded, w_o=tuple(loading._output_projection(loaded.model, m, width)
+    return replace(loaded, w_o=tuple(describe._output_projection(loaded.model, m, width)
                                      for m in B.attention_modules(loaded)))
 
 

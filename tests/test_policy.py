@@ -14,7 +14,7 @@ from attention import config
 from attention import models as M
 from attention.config import Policy, shown
 from attention.errors import UserError
-from attention.models import loading
+from attention.models import convert, loading
 from tests.tiny_models import build
 
 ENVS = (config.ENV_DOWNLOADS, config.ENV_MAX_PARAMS, config.ENV_ALLOWED, config.ENV_LOCAL,
@@ -44,8 +44,9 @@ def test_nothing_set_is_the_safe_default():
     assert config.policy() == Policy() == Policy(
         allowed=(), local=False, downloads=False, max_params=500_000_000,
         model_memory_bytes=1_500_000_000, results_root=None)
-    assert config.policy().sources == (config.BUNDLED,)
+    assert config.policy().sources == (config.BUNDLED, config.BUNDLED_LM)
     assert not config.policy().permits("/tmp") and config.policy().permits(config.BUNDLED)
+    assert config.policy().permits(config.BUNDLED_LM)       # the second bundled model
     assert config.allowed_models() is None and not config.downloads_allowed()
     assert config.max_params() == config.DEFAULT_MAX_PARAMS
 
@@ -59,7 +60,7 @@ def test_policy_is_read_from_the_environment_on_each_call(monkeypatch, tmp_path)
     monkeypatch.setenv(config.ENV_RESULTS, str(tmp_path))
     p = config.policy()
     assert p.allowed == ("gpt2", "Qwen/Qwen2-0.5B", "all-MiniLM-L6-v2")
-    assert p.sources == (config.BUNDLED, "gpt2", "Qwen/Qwen2-0.5B")
+    assert p.sources == (config.BUNDLED, config.BUNDLED_LM, "gpt2", "Qwen/Qwen2-0.5B")
     assert p.local and p.downloads and p.max_params == 200_000_000
     assert p.model_memory_bytes == 2_500_000_000 and p.results_root == tmp_path
     assert p.permits("/anything") and config.downloads_allowed() and config.max_params() == 2e8
@@ -159,7 +160,9 @@ def two(tmp_path_factory):
     return {**folders, "garbage": garbage}
 
 
-BUNDLED_BYTES = config.BUNDLED_PARAMS * 4
+# what the cap reserves for the bundled models, loaded or not (SmolLM2 when installed)
+BUNDLED_BYTES = (config.BUNDLED_PARAMS + config.BUNDLED_LM_PARAMS
+                 * (convert.packaged_gguf() is not None)) * 4
 
 
 def _params(two) -> dict[str, int]:

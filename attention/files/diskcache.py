@@ -41,11 +41,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from attention.config import ENV_CACHE as ENV
+
 # torch.__version__ as installed, read without importing torch (a page that only reads
 # stored results never loads it: docs/architecture.md, "Imports")
 TORCH_VERSION = importlib.metadata.version("torch")
 
-ENV = "ATTENTION_EXPLORER_CACHE"
 FORMAT = 1          # bump when the file layout changes
 KEEP = 64           # files kept in the directory (each a few tens of kB)
 META = "meta.json"

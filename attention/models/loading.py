@@ -23,11 +23,12 @@ from typing import Callable
 import torch
 
 from attention import config
-from attention.config import BUNDLED, Policy, shown
+from attention.config import BUNDLED, BUNDLED_LM, Policy, shown
 from attention.errors import UserError
-from attention.models.capture import forward
+from attention.models import convert, gguf_source
+from attention.models.describe import describe as _describe
 from attention.models.loaded import LoadedModel
-from attention.models.registered import IMPLEMENTATION, Forward, Unsupported, register
+from attention.models.registered import IMPLEMENTATION, register
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?")
 BYTES_PER_PARAM = 4             # float32 weights: a model's memory, estimated before loading
@@ -42,7 +43,7 @@ _ALIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 RELEASE: list[Callable[[], None]] = []
 
 
-def load_model(source: str = BUNDLED, *, trusted: bool = False) -> LoadedModel:
+def load_model(source: str = BUNDLED, *, trusted: bool = False, wait: bool = True) -> LoadedModel:
     """The model `source` names, loaded once and kept (the bundled one always, others while
     they fit in config.policy().model_memory_bytes, the least recently used evicted first).
     source: "all-MiniLM-L6-v2" (bundled, offline), a local folder with config.json, tokenizer
@@ -53,13 +54,20 @@ def load_model(source: str = BUNDLED, *, trusted: bool = False) -> LoadedModel:
     allow-list load unless the policy is local (ATTENTION_EXPLORER_LOCAL_MODELS=1): anything
     else gets the one sentence models.not_allowed, decided on the string alone before the
     disk is looked at. trusted=True (the operator's command line and Python code) takes any
-    folder or Hub id. UserError for anything a user can get wrong."""
+    folder or Hub id. UserError for anything a user can get wrong.
+
+    "SmolLM2-135M-Instruct" (bundled, a causal LM) and a .gguf file load from their
+    conversion to safetensors (attention.models.gguf_source), made once: now when `wait`,
+    else in the background (a page: gguf_source.Pending while it runs)."""
     source = config.permit(source, trusted=trusted)
     if source == BUNDLED:
         return _bundled()
     policy = config.policy()
-    kind, location = _resolve(source)
-    loaded = _load_kept(kind, location, source, policy)
+    if source == BUNDLED_LM:
+        kind, location = "bundled_lm", str(gguf_source.bundled_gguf())
+    else:
+        kind, location = _resolve(source)
+    loaded = _load_kept(kind, location, source, policy, wait)
     if loaded.params > policy.max_params:   # the cap may have been lowered since it was loaded
         raise UserError("models.too_large", source=shown(source), params=loaded.params,
                         limit=policy.max_params)
@@ -102,15 +110,34 @@ def _bytes(params: int) -> int:
 
 
 def _alive_bytes() -> int:
-    return sum(_bytes(m.params) for m in list(_ALIVE.values()))
+    """The weights of every model alive but the bundled ones (reserved in the cap)."""
+    return sum(_bytes(m.params) for key, m in list(_ALIVE.items()) if key[0] != "bundled_lm")
 
 
-def _load_kept(kind: str, location: str, source: str, policy: Policy) -> LoadedModel:
+def _reserved() -> int:
+    """What the memory cap keeps for the bundled models, loaded or not: MiniLM always,
+    SmolLM2 when its package is installed."""
+    lm = config.BUNDLED_LM_PARAMS if convert.packaged_gguf() is not None else 0
+    return _bytes(config.BUNDLED_PARAMS + lm)
+
+
+def _load_kept(kind: str, location: str, source: str, policy: Policy,
+               wait: bool = True) -> LoadedModel:
     key = (kind, location)
     with _LOCK:
         loaded = _KEPT.get(key) or _ALIVE.get(key)   # one evicted but still held: no 2nd copy
+    if loaded is None and kind in ("bundled_lm", "gguf"):
+        # converted outside the lock: a conversion takes seconds to minutes (or runs in the
+        # background), while other models load
+        gguf = Path(location)
+        folder = gguf_source.ready_folder(gguf, source, wait=wait, max_params=policy.max_params)
+    with _LOCK:
+        loaded = _KEPT.get(key) or _ALIVE.get(key)
         if loaded is None:
-            loaded = _load(kind, location, source, policy)
+            if kind in ("bundled_lm", "gguf"):
+                loaded = _load_converted(kind, folder, gguf, source, policy)
+            else:
+                loaded = _load(kind, location, source, policy)
             _ALIVE[key] = loaded
         _KEPT[key] = loaded
         _KEPT.move_to_end(key)
@@ -125,7 +152,7 @@ def _make_room(params: int, source: str, policy: Policy) -> None:
     UserError when the model cannot fit even alone, or when models still in use leave too
     little room; called before any weight is read."""
     cap, need = policy.model_memory_bytes, _bytes(params)
-    bundled = _bytes(config.BUNDLED_PARAMS)
+    bundled = _reserved()
 
     def mb(n: int) -> int:
         return max(0, math.ceil(n / 1e6))
@@ -148,13 +175,30 @@ def _make_room(params: int, source: str, policy: Policy) -> None:
                         free=mb(cap - bundled - _alive_bytes()))
 
 
+def _load_converted(kind: str, folder: Path, gguf: Path, source: str,
+                    policy: Policy) -> LoadedModel:
+    """The converted folder of a GGUF source, loaded; a damaged conversion in the cache (its
+    weights cannot be read) is removed and made again once."""
+    reserved = kind == "bundled_lm"
+    try:
+        return _load("folder", str(folder), source, policy, reserved=reserved)
+    except UserError as err:
+        if err.key != "models.load_failed":
+            raise
+    convert.forget(folder, gguf)
+    folder = gguf_source.ready_folder(gguf, source, wait=True, max_params=policy.max_params)
+    return _load("folder", str(folder), source, policy, reserved=reserved)
+
+
 def _resolve(source: str) -> tuple[str, str]:
-    """("folder", absolute path) or ("hub", id). The resolved path is a cache key only:
-    messages quote `source`."""
+    """("folder", absolute path), ("gguf", absolute path of a .gguf file) or ("hub", id).
+    The resolved path is a cache key only: messages quote `source`."""
     try:
         path = Path(source).expanduser()
         if path.is_dir():
             return "folder", str(path.resolve())
+        if path.suffix.lower() == ".gguf" and path.is_file():
+            return "gguf", str(path.resolve())
         exists = path.exists()
     except (OSError, ValueError, RuntimeError):   # unreadable, a NUL byte, ~nobody, a loop
         raise UserError("models.no_folder", path=shown(source)) from None
@@ -242,55 +286,11 @@ def count_params(cls, config, source: str) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def _max_tokens(config, tokenizer) -> int:
-    for name in ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len"):
-        value = getattr(config, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    value = getattr(tokenizer, "model_max_length", None)
-    return value if isinstance(value, int) and 0 < value < 10 ** 7 else 2048
-
-
-def _output_projection(model, module, width: int) -> torch.Tensor | None:
-    """The weight (hidden, width) of the linear map applied to an attention module's output:
-    o_proj / out_proj / c_proj (GPT-2's Conv1D stores it transposed) / dense on the module,
-    or its parent's `output.dense` (BERT). None when none has `width` inputs."""
-    parents = {id(child): parent for parent in model.modules() for child in parent.children()}
-    candidates = [getattr(module, name, None) for name in ("o_proj", "out_proj", "c_proj", "dense")]
-    parent = parents.get(id(module))
-    output = getattr(parent, "output", None)
-    candidates.append(getattr(output, "dense", None))
-    for cand in candidates:
-        w = getattr(cand, "weight", None)
-        if not isinstance(w, torch.Tensor) or w.ndim != 2:
-            continue
-        if type(cand).__name__ == "Conv1D":
-            w = w.t()                                                  # (in, out) -> (out, in)
-        if w.shape[1] == width:
-            return w.detach()
-    return None
-
-
-def _probe(model, tokenizer, source: str) -> Forward:
-    """A two-token forward that checks every attention layer goes through the core."""
-    enc = tokenizer("a b", return_tensors="pt")
-    state = Forward()
-    try:
-        forward(model, enc, state)
-    except Unsupported as err:
-        raise UserError("models.unsupported_feature", source=source, feature=str(err)) from err
-    if not state.calls:
-        raise UserError("models.unsupported", source=source,
-                        architecture=type(model).__name__)
-    shapes = {(q.shape[0], q.shape[-1]) for q in state.q}
-    if len(shapes) != 1 or len(set(state.kv_heads)) != 1:
-        raise UserError("models.unsupported_feature", source=source, feature="heads per layer")
-    return state
-
-
-def _load(kind: str, location: str, typed: str, policy: Policy) -> LoadedModel:
+def _load(kind: str, location: str, typed: str, policy: Policy, *,
+          reserved: bool = False) -> LoadedModel:
     """Load and probe the model at `location`. typed: the user's string; messages quote it
-    (shortened, control characters visible), never `location`, the path it resolved to."""
+    (shortened, control characters visible), never `location`, the path it resolved to.
+    reserved: a bundled model, whose memory the cap keeps for it (no room to make)."""
     source = shown(typed)
     register()                       # first: sets HF_HUB_OFFLINE before any hub import
     data = _config_json(kind, location, source, policy)
@@ -309,7 +309,8 @@ def _load(kind: str, location: str, typed: str, policy: Policy) -> LoadedModel:
     if params > policy.max_params:
         raise UserError("models.too_large", source=source, params=params,
                         limit=policy.max_params)
-    _make_room(params, typed, policy)     # before any weight is read
+    if not reserved:
+        _make_room(params, typed, policy)     # before any weight is read
     try:
         model = cls.from_pretrained(location, config=model_config,
                                     attn_implementation=IMPLEMENTATION,
@@ -336,23 +337,3 @@ def _load(kind: str, location: str, typed: str, policy: Policy) -> LoadedModel:
     name = (Path(typed).name or source) if kind == "folder" else location
     return _describe(model, tokenizer, source=typed, name=shown(name), head=head,
                      params=params, config=text_config)
-
-
-def _describe(model, tokenizer, *, source: str, name: str, head: str, params: int,
-              config) -> LoadedModel:
-    """A loaded model and its tokenizer as the pages see them, measured by a probe forward.
-    config: the (text) config, for the hidden size and the longest text."""
-    probe = _probe(model, tokenizer, source)
-    q = probe.q[0]                                                     # (heads, 2+, d_head)
-    heads, d_head = q.shape[0], q.shape[-1]
-    n = q.shape[1]
-    is_causal = n > 1 and not bool(probe.masks[0][0, 1:].any())
-    special = frozenset(int(i) for i in tokenizer.all_special_ids)
-    return LoadedModel(
-        source=source, name=name, model=model, tokenizer=tokenizer, head=head,
-        architecture=type(model).__name__,
-        layers=probe.calls, heads=heads, kv_heads=probe.kv_heads[0], d_head=d_head,
-        hidden=int(getattr(config, "hidden_size", probe.v[0].shape[-1] * heads)),
-        is_causal=is_causal, max_tokens=_max_tokens(config, tokenizer), params=params,
-        special_ids=special, special_tokens=tuple(tokenizer.all_special_tokens),
-        w_o=tuple(_output_projection(model, m, heads * d_head) for m in probe.modules))

@@ -179,6 +179,9 @@ def _model_picker(owner: str | None = None) -> list[UserError]:
 
     st.selectbox(t("sidebar.model"), state.PICKS, key=state.MODEL_PICK, persist_state=KEEP,
                  format_func=lambda p: t(f"sidebar.model_{p}"))
+    if st.session_state[state.MODEL_PICK] == "smollm2" and not _lm_installed():
+        st.caption(t("models.lm_missing", source=config.BUNDLED_LM,
+                     install=config.BUNDLED_LM_INSTALL))
     if st.session_state[state.MODEL_PICK] == "own":
         policy = config.policy()
         st.text_input(t("sidebar.model_path"), key=state.MODEL, max_chars=MAX_MODEL_CHARS,
@@ -213,6 +216,12 @@ def _model_picker(owner: str | None = None) -> list[UserError]:
         st.caption(t("sidebar.pretrained_fixed", name=loaded.name, layers=loaded.layers,
                      heads=loaded.heads, d_head=loaded.d_head, hidden=loaded.hidden))
     return problems
+
+
+def _lm_installed() -> bool:
+    from attention.models import convert
+
+    return convert.packaged_gguf() is not None
 
 
 def _release_page_models() -> None:

@@ -15,26 +15,41 @@ from attention import models
 from attention.models import runs as modelrun
 from attention.charts.canvas import grid_figure, pack
 from attention.errors import UserError
+from attention.models.gguf_source import Pending
 from attention.measures.heads import grid_image, grid_labels
 from attention.spec import AttentionSpec
 from attention.ui import cache
 from attention.ui.text import lang, t
 
 MODELS = 2
+PROGRESS_POLL = 0.5          # s between two redraws of a conversion's progress bar
 _LOADED: set[str] = set()    # sources loaded in this process (no spinner for those)
 
 
-@st.cache_resource(max_entries=MODELS + 1, show_spinner=False)
+@st.cache_resource(max_entries=MODELS + 2, show_spinner=False)
 def _model(source: str) -> models.LoadedModel:
-    loaded = models.load_model(source)
+    loaded = models.load_model(source, wait=False)   # a GGUF converts in the background
     _LOADED.add(source)
     return loaded
 
 
 def ensure_model(source: str = models.BUNDLED) -> models.LoadedModel:
-    """The model `source` names, loaded on first use with a spinner; UserError otherwise."""
+    """The model `source` names, loaded on first use with a spinner; UserError otherwise.
+    A GGUF source (the bundled SmolLM2) still converting in the background: a progress bar
+    until it is done, then the model (a click meanwhile reruns the page, as always)."""
     if source in _LOADED:
         return _model(source)
+    try:
+        with st.spinner(t("common.loading_model"), show_time=True):
+            return _model(source)
+    except Pending as pending:
+        job = pending.job
+    bar = st.progress(job.fraction, text=t(job.stage))
+    while not job.done.wait(PROGRESS_POLL):
+        bar.progress(job.fraction, text=t(job.stage))
+    bar.empty()
+    if job.error is not None:
+        raise job.error
     with st.spinner(t("common.loading_model"), show_time=True):
         return _model(source)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 
 import streamlit as st
 
+from attention.config import BUNDLED_LM
 from attention.errors import UserError
 from attention.text.examples import DEFAULT_TEXT
 from attention.spec import OPTIONAL, AttentionSpec
@@ -19,8 +20,8 @@ from attention.ui.text import LANG_KEY, initial_language
 
 KEY = "in_"            # prefix of every sidebar widget key
 TEXT, FMT = KEY + "text", KEY + "fmt"
-MODEL, MODEL_PICK = KEY + "model", KEY + "model_pick"   # folder/Hub id box; "bundled" | "own"
-PICKS = ("bundled", "own")
+MODEL, MODEL_PICK = KEY + "model", KEY + "model_pick"   # folder/Hub id box; one of PICKS
+PICKS = ("bundled", "smollm2", "own")   # MiniLM, the bundled causal LM, a folder / Hub id
 PAGE = "page_shown"    # the page this session last ran (see keep_across_pages)
 INPUTS = ("tokens", "text")   # the spec's fields that come from the token box
 SPEC_FIELDS = [f.name for f in fields(AttentionSpec) if f.name not in INPUTS]
@@ -77,7 +78,8 @@ def load_spec(spec: AttentionSpec) -> None:
     st.session_state[TEXT], st.session_state[FMT] = box_for(spec)
     for name in SPEC_FIELDS:
         st.session_state[KEY + name] = getattr(spec, name)
-    st.session_state[MODEL_PICK] = "own" if spec.model else "bundled"
+    st.session_state[MODEL_PICK] = ("bundled" if not spec.model else "smollm2"
+                                    if spec.model == BUNDLED_LM else "own")
 
 
 def box_for(spec: AttentionSpec) -> tuple[str, str]:
@@ -111,8 +113,12 @@ def draft_from_widgets() -> Draft:
 
 
 def model_choice() -> str:
-    """The model the sidebar names: "" (the bundled one) or the typed folder path / Hub id."""
-    if st.session_state.get(MODEL_PICK) != "own":
+    """The model the sidebar names: "" (the bundled MiniLM), the bundled causal LM's name or
+    the typed folder path / Hub id."""
+    pick = st.session_state.get(MODEL_PICK)
+    if pick == "smollm2":
+        return BUNDLED_LM
+    if pick != "own":
         return ""
     return str(st.session_state.get(MODEL, "")).strip()
 

@@ -76,6 +76,17 @@ def _model() -> None:
     model._model(model.models.BUNDLED)   # the page's own cache_resource entry: ensure_model() shares it
 
 
+def _convert() -> None:
+    """Start converting the bundled SmolLM2 (once per cache: about half a minute of both
+    cores) in its own background thread; a page that needs it meanwhile shows its progress."""
+    from attention.config import BUNDLED_LM
+    from attention.models import convert
+
+    gguf = convert.packaged_gguf()
+    if gguf is not None and convert.converted(gguf) is None:
+        convert.start(gguf, BUNDLED_LM)
+
+
 def _freeze() -> None:
     """Move every object alive now (the imported modules, the bundled model, the warm
     results) out of the garbage collector's reach: gc.freeze(). With torch, pandas and altair
@@ -101,13 +112,14 @@ def _sharper() -> None:
 # deferred, what the Model heads page needs (the bundled model, about 0.2 s: it does not
 # import transformers, which waits for the first visitor who brings a model of their own),
 # the Sharper page's results (a file read: trained on this code before, or shipped with it),
-# and the heap frozen again with the model in it.
+# the heap frozen again with the model in it, and the bundled SmolLM2's one conversion to
+# safetensors started (in its own thread) when no copy is found.
 STEPS: tuple[tuple[str, Callable[[], None]], ...] = (
     ("imports", _imports), ("runtime", _wait_for_runtime), ("pages", _pages),
     ("altair", _altair), ("analysis", _analysis), ("freeze", _freeze), ("model", _model),
-    ("sharper", _sharper), ("freeze model", _freeze),
+    ("sharper", _sharper), ("freeze model", _freeze), ("convert", _convert),
 )
-DEFERRED = frozenset({"model", "sharper", "freeze model"})
+DEFERRED = frozenset({"model", "sharper", "freeze model", "convert"})
 
 
 def warm_up(steps=STEPS, deferred=DEFERRED, busy: Callable[[], bool] = page_running,
