@@ -173,3 +173,35 @@ def test_corpus_page_runs_the_sidebars_causal_lm(llama, eager):
     np.testing.assert_allclose(mean, want[order], atol=1e-5)
     np.testing.assert_allclose(low, (want - half)[order], atol=1e-5)
     assert any("llama" in c.value for c in at.main.caption)             # the run's model named
+
+
+def test_a_30_layer_9_head_model_keeps_its_grid_in_bounds(tmp_path):
+    """SmolLM2's shape (30 layers x 9 heads, 3 k/v heads): the grid of 270 heads fits its box
+    (blocks of at least GRID_MIN_PX, at most GRID_HEIGHT tall: the pickers stay near), every
+    head in it is the eager model's, and the pickers reach the last layer and head."""
+    from transformers import LlamaConfig
+
+    from attention.charts.canvas import GRID_HEIGHT, GRID_MIN_PX
+    from tests.tiny_models import TINY, save
+    from tests.apptest import figures
+
+    folder = save(LlamaConfig(**{**TINY, "num_hidden_layers": 30, "num_attention_heads": 9,
+                                 "hidden_size": 72}, num_key_value_heads=3,
+                              architectures=["LlamaForCausalLM"]), tmp_path / "llama30")
+    text = "The capital of France is"                                   # 7 pieces
+    at = open_page("pages/3_Model_heads.py", spec_for(folder, text), mh_layer="29", mh_head="8")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    [grid] = [f for f in figures(at) if f["kind"] == "grid"]
+    assert (grid["layers"], grid["heads"], grid["blocks"]) == (30, 9, 7)
+    assert grid["px"] >= GRID_MIN_PX and 30 * (7 + 1) * grid["px"] <= GRID_HEIGHT
+    assert grid["current"] == [29, 8]
+    own = attentions((type(models.load_model(str(folder)).model).from_pretrained(
+        folder, attn_implementation="eager").eval(), models.load_model(str(folder))), text)
+    cells = grid_cells(at)[0].set_index(["layer", "head", "qb", "kb"])["weight"]
+    assert len(cells) == 30 * 9 * 7 * 7
+    for key in [(29, 8, 6, 0), (0, 0, 3, 1), (15, 4, 6, 6)]:
+        assert cells[key] == pytest.approx(own[key].item(), abs=5e-4 + 1e-9)
+    assert len(at.selectbox(key="view_mh_layer").options) == 30
+    assert len(at.selectbox(key="view_mh_head").options) == 9
+    comp = comparison_cells(at)[0]
+    torch.testing.assert_close(matrix(comp, "weight", 7), own[29, 8].double(), atol=TIP, rtol=0)

@@ -226,6 +226,14 @@ def _cells(axes: CellAxes, lang: str, panels: list[dict], tip: dict, size: int,
 
 
 GRID_TIP_CELLS = 40_000   # the all-heads grid carries every block's weight up to this many
+GRID_WIDTH, GRID_HEIGHT = 900, 720   # px: the all-heads grid fits this box (pickers below it)
+GRID_MIN_PX = 3           # px a block at least: a head of a 30-layer model stays a click target
+
+
+def grid_cells_for(layers: int, most: int) -> int:
+    """Blocks a head's side in the all-heads grid: up to `most`, fewer where the model's
+    layers would not fit GRID_HEIGHT at GRID_MIN_PX a block (30 layers: 7; MiniLM's 6: 12)."""
+    return max(2, min(most, GRID_HEIGHT // (max(1, layers) * GRID_MIN_PX) - 1))
 
 
 def grid_figure(image: np.ndarray, blocks: int, labels: Sequence[str], lang: str = "en", *,
@@ -241,7 +249,7 @@ def grid_figure(image: np.ndarray, blocks: int, labels: Sequence[str], lang: str
     step = blocks + 1
     rows, cols = image.shape
     layers, heads = rows // step, cols // step
-    px = max(1, min(5, 900 // max(cols, 1)))                       # 5 px a block for MiniLM
+    px = max(1, min(5, GRID_WIDTH // max(cols, 1), GRID_HEIGHT // max(rows, 1)))  # MiniLM: 5
 
     def ticks(count: int, key: str) -> list:
         every = max(1, count // 16)                                 # at most ~16 labels

@@ -13,10 +13,10 @@ import streamlit as st
 from attention.models import links as ivlink
 from attention import models
 from attention.models import runs as modelrun
-from attention.charts.canvas import grid_figure, pack
+from attention.charts.canvas import grid_cells_for, grid_figure, pack
 from attention.errors import UserError
 from attention.models.gguf_source import Pending
-from attention.measures.heads import grid_image, grid_labels
+from attention.measures.heads import GRID_CELLS, grid_image, grid_labels
 from attention.spec import AttentionSpec
 from attention.ui import cache
 from attention.ui.text import lang, t
@@ -80,8 +80,9 @@ def grid(source: str, text: str, hide_sinks: bool = False) -> bytes:
     charts.canvas.amend)."""
     def build() -> bytes:
         shown = report(source, text, hide_sinks)
-        image, blocks = grid_image(shown.shown)
-        figure = grid_figure(image, blocks, grid_labels(shown.tokens), lang())
+        cells = grid_cells_for(shown.shown.shape[0], GRID_CELLS)
+        image, blocks = grid_image(shown.shown, cells)
+        figure = grid_figure(image, blocks, grid_labels(shown.tokens, cells), lang())
         del figure["current"]
         return pack(figure)
 

@@ -14,7 +14,7 @@ from typing import Callable
 import streamlit as st
 
 from attention.charts import model as charts
-from attention.charts.canvas import amend, matrices_figure, matrix_figure
+from attention.charts.canvas import amend, grid_cells_for, matrices_figure, matrix_figure
 from attention.errors import UserError
 from attention.measures.heads import GRID_CELLS, HEAD_COLUMNS, SINK_COLUMNS
 from attention.models import BUNDLED
@@ -164,7 +164,7 @@ def draw_grid(report, figure: bytes, current: tuple[int, int], hidden: bool = Fa
     current head framed; a click on one picks it."""
     layers, heads, n, _ = report.shown.shape
     st.subheader(t("model.grid_title", count=layers * heads))
-    st.caption(t("model.grid_help", cells=GRID_CELLS))
+    st.caption(t("model.grid_help", cells=grid_cells_for(layers, GRID_CELLS)))
     if report.is_causal:
         st.caption(t("model.grid_causal"))
     if hidden:
