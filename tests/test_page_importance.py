@@ -35,7 +35,9 @@ def record():
 def test_the_shipped_file_is_small_and_of_this_code(record):
     path = store.shipped_path()
     assert path.stat().st_size < 3 * 2**20
-    assert sorted(p.name for p in store.SHIPPED.glob("*.zip")) == [path.name]
+    fixed = store.fixed_path(M.BUNDLED, store.SHIPPED)       # the corpus-free parts beside it
+    assert sorted(p.name for p in store.SHIPPED.glob("*.zip")) == sorted([path.name, fixed.name])
+    assert diskcache.read(fixed, store.fixed_key(M.BUNDLED)) is not None
     assert record.values["texts"] == store.PAGE_TEXTS == len(store.shipped_texts())
     assert {"tokens", "agreement_words", "agreement_all", "faithfulness", "heads",
             "sharpness", "pruning", "sweep"} <= set(record.frames)

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from attention import experiment as ex
+from attention.i18n import translate
 from tests.apptest import run_page
 
 PAGE = "pages/4_Is_sharper_better.py"
@@ -110,10 +111,16 @@ def test_conclusions_quote_the_measured_numbers(page, expected):
 
 def test_tables_and_downloads(page, expected):
     study, scaling = expected
+    from attention.ui.views.experiment import HEADERS
+
     tables = [d.value for d in page.dataframe]
-    pd.testing.assert_frame_equal(tables[0].reset_index(drop=True), study.sweep,
-                                  check_dtype=False)
-    pd.testing.assert_frame_equal(tables[1].reset_index(drop=True), scaling, check_dtype=False)
+    headers = {c: translate("en", f"sharper.{k}") for c, k in HEADERS.items()}   # on screen
+    want = scaling.assign(scaled=[translate("en", "sharper.variant_scaled" if s else
+                                            "sharper.variant_unscaled") for s in scaling["scaled"]])
+    pd.testing.assert_frame_equal(tables[0].reset_index(drop=True),
+                                  study.sweep.rename(columns=headers), check_dtype=False)
+    pd.testing.assert_frame_equal(tables[1].reset_index(drop=True),
+                                  want.rename(columns=headers), check_dtype=False)
     assert len(page.get("download_button")) >= 3 + 2 * 5     # 3 CSV, PNG + SVG per chart
 
 

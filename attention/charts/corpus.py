@@ -9,13 +9,14 @@ Q_COLOUR, K_COLOUR = "#d95f02", "#1b9e77"
 
 
 def head_grid(summary: pd.DataFrame, stat: str, labels: dict[str, str]) -> alt.Chart:
-    """layers x heads: colour = the mean of `stat` over the texts; a ring marks the heads that
-    behave the same on every text (summary.fixed). labels: layer, head, mean, interval, cv,
-    pattern, fixed, title."""
+    """layers x heads: colour = the mean of `stat` over the texts; a ring marks the heads of
+    summary["ring"] (attention.corpus.results.ringed for this stat). summary also carries
+    pattern_label (the head's pattern, translated). labels: layer, head, mean, lo, hi, cv,
+    pattern, ring, yes, no, title."""
     data = summary[["layer", "head", f"{stat}_mean", f"{stat}_lo", f"{stat}_hi", f"{stat}_cv",
-                    "pattern", "pattern_cv", "fixed"]].rename(columns={
+                    "pattern_label", "ring"]].rename(columns={
         f"{stat}_mean": "mean", f"{stat}_lo": "lo", f"{stat}_hi": "hi", f"{stat}_cv": "cv"})
-    data = data.assign(fixed_label=data["fixed"].map({True: labels["yes"], False: labels["no"]}))
+    data = data.assign(ring_label=data["ring"].map({True: labels["yes"], False: labels["no"]}))
     base = alt.Chart(data).encode(
         x=alt.X("head:O", title=labels["head"], axis=alt.Axis(labelAngle=0)),
         y=alt.Y("layer:O", title=labels["layer"]))
@@ -25,12 +26,12 @@ def head_grid(summary: pd.DataFrame, stat: str, labels: dict[str, str]) -> alt.C
                alt.Tooltip("lo:Q", title=labels["lo"], format=".3f"),
                alt.Tooltip("hi:Q", title=labels["hi"], format=".3f"),
                alt.Tooltip("cv:Q", title=labels["cv"], format=".2f"),
-               alt.Tooltip("pattern:N", title=labels["pattern"]),
-               alt.Tooltip("fixed_label:N", title=labels["fixed"])]
+               alt.Tooltip("pattern_label:N", title=labels["pattern"]),
+               alt.Tooltip("ring_label:N", title=labels["ring"])]
     cells = base.mark_rect(stroke="white").encode(
         color=alt.Color("mean:Q", title=labels["mean"], scale=alt.Scale(scheme="blues")),
         tooltip=tooltip)
-    rings = base.transform_filter("datum.fixed").mark_point(
+    rings = base.transform_filter("datum.ring").mark_point(
         shape="circle", size=60, filled=False, color="#e6550d", strokeWidth=1.5).encode(
         tooltip=tooltip)
     return (cells + rings).properties(width="container", height=6 * 60, title=labels["title"])

@@ -123,9 +123,10 @@ def scaling_chart(table: pd.DataFrame, lang: str, width: int = 300,
     color = alt.Color("variant:N", title=None, legend=alt.Legend(orient="top"),
                       scale=alt.Scale(domain=names, range=[SCALED_COLORS[True],
                                                            SCALED_COLORS[False]]))
-    x = alt.X("d_k:O", title="d_k", axis=alt.Axis(labelAngle=0))
+    x = alt.X("d_k:O", title=_t(lang, "axis_dk"), axis=alt.Axis(labelAngle=0))
     offset = alt.XOffset("variant:N", scale=alt.Scale(domain=names))
-    tooltip = [alt.Tooltip("d_k:O"), alt.Tooltip("variant:N", title=" "),
+    tooltip = [alt.Tooltip("d_k:O", title=_t(lang, "axis_dk")),
+               alt.Tooltip("variant:N", title=" "),
                alt.Tooltip("seed:Q", title=_t(lang, "tip_seed")),
                alt.Tooltip("accuracy:Q", title=_t(lang, "axis_accuracy"), format=".3f"),
                alt.Tooltip("max_weight:Q", title=_t(lang, "axis_max_weight"), format=".3f"),

@@ -41,6 +41,11 @@ def labelled(frame: pd.DataFrame, lang: str) -> pd.DataFrame:
                         order=range(len(frame)))
 
 
+def _tips(lang: str, columns, fmt: str) -> list[alt.Tooltip]:
+    """Tooltips of interval columns, each titled by its locale key col_<column>."""
+    return [alt.Tooltip(f"{c}:Q", title=_t(lang, f"col_{c}"), format=fmt) for c in columns]
+
+
 def interval_chart(frame: pd.DataFrame, lang: str, *, x_title: str, value: str = "spearman",
                    y: str = "label", y_title: str | None = None) -> alt.Chart:
     """One row per entry of `frame` (label, value, ci_low, ci_high, null_low, null_high):
@@ -53,9 +58,8 @@ def interval_chart(frame: pd.DataFrame, lang: str, *, x_title: str, value: str =
     ycode = alt.Y(f"{y}:N", sort=sort, title=y_title,
                   axis=alt.Axis(labelLimit=320))
     tips = [alt.Tooltip(f"{y}:N", title=_t(lang, "col_method")),
-            alt.Tooltip(f"{value}:Q", format=".3f"),
-            alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f"),
-            alt.Tooltip("null_low:Q", format=".3f"), alt.Tooltip("null_high:Q", format=".3f")]
+            alt.Tooltip(f"{value}:Q", title=_t(lang, "col_rho"), format=".3f"),
+            *_tips(lang, ("ci_low", "ci_high", "null_low", "null_high"), ".3f")]
     base = alt.Chart(data).encode(y=ycode, tooltip=tips)
     null = base.mark_bar(color=GREY, opacity=0.6, size=10).encode(
         x=alt.X("null_low:Q", title=x_title), x2="null_high:Q")
@@ -97,9 +101,9 @@ def faithfulness_chart(faith: pd.DataFrame, lang: str, methods=None) -> alt.Char
         color=alt.Color("label:N", title=_t(lang, "axis_method"),
                         legend=alt.Legend(labelLimit=320)),
         tooltip=[alt.Tooltip("label:N", title=_t(lang, "col_method")),
-                 alt.Tooltip("fraction:Q", format=".0%"),
-                 alt.Tooltip("change:Q", format=".4f"), alt.Tooltip("ci_low:Q", format=".4f"),
-                 alt.Tooltip("ci_high:Q", format=".4f"), alt.Tooltip("aopc:Q", format=".4f")])
+                 alt.Tooltip("fraction:Q", title=_t(lang, "axis_fraction"), format=".0%"),
+                 alt.Tooltip("change:Q", title=_t(lang, "axis_change"), format=".4f"),
+                 *_tips(lang, ("ci_low", "ci_high", "aopc"), ".4f")])
     lines = base.mark_line(point=True).encode(
         y=alt.Y("change:Q", title=_t(lang, "axis_change")),
         strokeDash=alt.StrokeDash("dash:N", legend=None))
@@ -111,13 +115,15 @@ def heads_chart(heads: pd.DataFrame, lang: str, value: str = "ablation") -> alt.
     """Head importance per layer: one cell per (layer, head)."""
     data = heads.dropna(subset=[value])
     chart = alt.Chart(data).mark_rect().encode(
-        x=alt.X("head:O", title="Head"),
+        x=alt.X("head:O", title=_t(lang, "axis_head")),
         y=alt.Y("layer:O", title=_t(lang, "axis_layer")),
         color=alt.Color(f"{value}:Q", title=_t(lang, "axis_importance"),
                         scale=alt.Scale(scheme="viridis")),
-        tooltip=["layer:O", "head:O", *[alt.Tooltip(f"{c}:Q", format=".4f") for c in
-                                        ("ablation", "mean_ablation", "gradient", "max_weight",
-                                         "entropy") if c in data]],
+        tooltip=[alt.Tooltip("layer:O", title=_t(lang, "axis_layer")),
+                 alt.Tooltip("head:O", title=_t(lang, "axis_head")),
+                 *[alt.Tooltip(f"{c}:Q", title=method_label(lang, c, None), format=".4f")
+                   for c in ("ablation", "mean_ablation", "gradient", "max_weight", "entropy")
+                   if c in data]],
     ).properties(width=420, height=30 * max(1, data["layer"].nunique()))
     return natural_size(chart)
 
@@ -130,15 +136,15 @@ def pruning_chart(pruning: pd.DataFrame, lang: str) -> alt.Chart:
     band = base.mark_area(color=GREY, opacity=0.5).encode(
         y=alt.Y("random_low:Q", title=_t(lang, "axis_metric"), scale=alt.Scale(zero=False)),
         y2="random_high:Q")
-    random_mean = base.mark_line(color="#777777", strokeDash=[4, 3]).encode(y="random_mean:Q")
+    random_mean = base.mark_line(color="#777777", strokeDash=[4, 3]).encode(
+        y=alt.Y("random_mean:Q", title=None))
     ci = base.mark_area(color="#1f77b4", opacity=0.2).encode(y="ci_low:Q", y2="ci_high:Q")
     line = base.mark_line(point=True, color="#1f77b4").encode(
-        y="metric:Q", tooltip=["removed:Q", alt.Tooltip("metric:Q", format=".3f"),
-                               alt.Tooltip("ci_low:Q", format=".3f"),
-                               alt.Tooltip("ci_high:Q", format=".3f"),
-                               alt.Tooltip("random_mean:Q", format=".3f"),
-                               alt.Tooltip("random_low:Q", format=".3f"),
-                               alt.Tooltip("random_high:Q", format=".3f")])
+        y="metric:Q", tooltip=[alt.Tooltip("removed:Q", title=_t(lang, "axis_removed")),
+                               alt.Tooltip("metric:Q", title=_t(lang, "axis_metric"),
+                                           format=".3f"),
+                               *_tips(lang, ("ci_low", "ci_high", "random_mean", "random_low",
+                                             "random_high"), ".3f")])
     return natural_size(alt.layer(band, random_mean, ci, line).properties(width=420, height=240))
 
 
@@ -147,11 +153,13 @@ def sweep_chart(sweep: pd.DataFrame, lang: str) -> alt.Chart:
     data = sweep.dropna(subset=["diff", "diff_low", "diff_high"])
     base = alt.Chart(data).encode(
         x=alt.X("tau:Q", title=_t(lang, "axis_tau"), scale=alt.Scale(type="log", base=2)),
-        tooltip=[alt.Tooltip("tau:Q", format=".2f"), alt.Tooltip("metric:Q", format=".3f"),
-                 alt.Tooltip("diff:Q", format=".3f"), alt.Tooltip("diff_low:Q", format=".3f"),
-                 alt.Tooltip("diff_high:Q", format=".3f"),
-                 alt.Tooltip("max_weight:Q", format=".3f")])
-    zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color=GREY).encode(y="y:Q")
+        tooltip=[alt.Tooltip("tau:Q", title=_t(lang, "axis_tau"), format=".2f"),
+                 alt.Tooltip("metric:Q", title=_t(lang, "axis_metric"), format=".3f"),
+                 alt.Tooltip("diff:Q", title=_t(lang, "axis_diff"), format=".3f"),
+                 *_tips(lang, ("diff_low", "diff_high"), ".3f"),
+                 alt.Tooltip("max_weight:Q", title=_t(lang, "axis_max_weight"), format=".3f")])
+    zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color=GREY).encode(
+        y=alt.Y("y:Q", title=None))
     bars = base.mark_rule(color="black").encode(
         y=alt.Y("diff_low:Q", title=_t(lang, "axis_diff")), y2="diff_high:Q")
     points = base.mark_line(point=True).encode(y="diff:Q")

@@ -63,7 +63,8 @@ def score_distribution_chart(hist: pd.DataFrame, stats: pd.DataFrame, lang: str,
                 domain=[_t(lang, "rule_measured"), _t(lang, "rule_expected")],
                 range=[[1, 0], [6, 4]]), legend=alt.Legend(orient="top")),
             color=alt.value("#333333"),
-            tooltip=[alt.Tooltip("kind:N", title=" "), alt.Tooltip("x:Q", format=".3f")])
+            tooltip=[alt.Tooltip("kind:N", title=" "),
+                     alt.Tooltip("x:Q", title=_t(lang, "tip_value"), format=".3f")])
         panels.append(alt.layer(bars, rules).properties(
             title=title, width=width, height=height))
     return alt.hconcat(*panels).resolve_scale(x="independent", y="independent")
@@ -182,19 +183,21 @@ def sweep_chart(sweep: pd.DataFrame, lang: str, *, temperature: float = 1.0,
     data = pd.concat([long, ref], ignore_index=True)
     data["is_ref"] = data["reference"].notna()
     data["reference"] = data["reference"].fillna("")
-    x = alt.X("d_k:Q", title="d_k", scale=alt.Scale(type="log", base=2, nice=False),
+    x = alt.X("d_k:Q", title=_t(lang, "axis_dk"), scale=alt.Scale(type="log", base=2, nice=False),
               axis=alt.Axis(values=[d for d in sorted(set(sweep["d_k"].tolist()))
                                     if math.log2(d) % 2 == 0], format="d"))
-    tooltip = [alt.Tooltip("d_k:Q", format="d"), alt.Tooltip("variant:N", title=" "),
+    tooltip = [alt.Tooltip("d_k:Q", title=_t(lang, "axis_dk"), format="d"),
+               alt.Tooltip("variant:N", title=" "),
                alt.Tooltip("value:Q", title=_t(lang, "tip_value"), format=".4f")]
     lines = alt.Chart().transform_filter("!datum.is_ref").mark_line(point=True).encode(
         x=x, y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
         color=_variant_color(lang), tooltip=tooltip)
     refline = alt.Chart().transform_filter("datum.is_ref").mark_line(
         strokeDash=[6, 4], color="#555555").encode(
-        x=x, y="value:Q",
-        tooltip=[alt.Tooltip("d_k:Q", format="d"), alt.Tooltip("reference:N", title=" "),
-                 alt.Tooltip("value:Q", format=".3f")])
+        x=x, y=alt.Y("value:Q", title=None),
+        tooltip=[alt.Tooltip("d_k:Q", title=_t(lang, "axis_dk"), format="d"),
+                 alt.Tooltip("reference:N", title=" "),
+                 alt.Tooltip("value:Q", title=_t(lang, "tip_value"), format=".3f")])
     layers = [lines, refline]
     if current_dk is not None:
         layers.append(alt.Chart().mark_rule(color="#999999", strokeDash=[2, 2]).encode(
@@ -226,6 +229,8 @@ def saturation_chart(points: pd.DataFrame, curve: pd.DataFrame, n_keys: int,
     line = alt.Chart(curve.assign(label=_t(lang, "curve_label", n=n_keys))).mark_line(
         color="#777777", strokeDash=[5, 3]).encode(
         x=x, y=y, tooltip=[alt.Tooltip("label:N", title=" "),
-                           alt.Tooltip("max_weight:Q", format=".3f"),
-                           alt.Tooltip("jacobian_norm:Q", format=".3e")])
+                           alt.Tooltip("max_weight:Q", title=_t(lang, "metric_max_weight"),
+                                       format=".3f"),
+                           alt.Tooltip("jacobian_norm:Q", title=_t(lang, "metric_jacobian_norm"),
+                                       format=".3e")])
     return alt.layer(line, dots).properties(height=height)

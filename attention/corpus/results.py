@@ -77,6 +77,20 @@ def mark_fixed(summary: pd.DataFrame) -> pd.DataFrame:
     return summary
 
 
+RING_RULE = {**{c: "share" for c in SHARES + SINK_COLUMNS}, "max_weight": "top",
+             "entropy": None}
+
+
+def ringed(summary: pd.DataFrame, stat: str) -> pd.Series:
+    """The heads the grid of `stat` rings: those whose mean of `stat` is at least FIXED_SHARE
+    with a cv below FIXED_CV, the same on every text (a share: at least half of the weight on
+    that kind of key; max weight: the top key gets at least half). Entropy is not a share:
+    no head is ringed under it (RING_RULE)."""
+    if RING_RULE.get(stat) is None:
+        return pd.Series(False, index=summary.index)
+    return (summary[f"{stat}_mean"] >= FIXED_SHARE) & (summary[f"{stat}_cv"] < FIXED_CV)
+
+
 def derive(out: Path) -> None:
     """Write view/texts, view/pieces and view/summary from the shards."""
     out = Path(out)

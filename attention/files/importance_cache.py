@@ -64,6 +64,32 @@ def results(source: str, texts, compute: Callable[[], diskcache.Record]) -> disk
                                      shipped=SHIPPED)
 
 
+def fixed_key(source: str) -> str:
+    """The key of the parts that do not depend on the corpus (shipped.FIXED) for a model."""
+    return diskcache.fingerprint(SOURCES, {"model": source, "part": "fixed",
+                                           "steps": PRUNING_STEPS, "n_boot": N_BOOT,
+                                           "seed": SEED, "orders": ORDERS,
+                                           "chunks": [ORDER_CHUNK, LAYER_CHUNK]})
+
+
+def fixed_path(source: str, directory: Path | None = None) -> Path:
+    return diskcache.path_for("importance-fixed", fixed_key(source), directory)
+
+
+def read_fixed(source: str) -> diskcache.Record | None:
+    """The model's corpus-free parts from the cache directory, else shipped, else None."""
+    k = fixed_key(source)
+    return diskcache.read(fixed_path(source), k) or diskcache.read(fixed_path(source, SHIPPED), k)
+
+
+def has_fixed(source: str) -> bool:
+    return any(p.is_file() for p in (fixed_path(source), fixed_path(source, SHIPPED)))
+
+
+def write_fixed(source: str, record: diskcache.Record) -> None:
+    diskcache.write(fixed_path(source), fixed_key(source), record)
+
+
 def shipped_texts() -> list[str]:
     from attention.corpus import load
 

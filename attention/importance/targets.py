@@ -63,6 +63,17 @@ def special_mask(model: M.LoadedModel, ids) -> list[bool]:
     return [i in model.special_ids for i in ids]
 
 
+def unknown_id(model: M.LoadedModel) -> int | None:
+    """The tokenizer's unknown piece ([UNK], <unk>), None when it has none or its id doubles
+    as another special piece (a byte-level tokenizer's <|endoftext|>: it never stands for a
+    word the vocabulary could not read)."""
+    tok = model.tokenizer
+    unk = getattr(tok, "unk_token_id", None)
+    roles = {getattr(tok, f"{name}_token_id", None)
+             for name in ("bos", "eos", "pad", "cls", "sep", "mask")}
+    return None if unk is None or unk in roles else int(unk)
+
+
 def piece_id(model: M.LoadedModel, word: str) -> int:
     """The one piece of `word` after a text (with a leading space first, as byte-level
     tokenizers mark a new word); ValueError when it is more than one piece."""

@@ -4,8 +4,9 @@ where the output reads them.
 
 Columns of token_importance (l = layer; p = the readout weights over rows, targets.Target.rows):
     occlusion         change of the target when the piece is removed ("remove", exact) or
-                      replaced by the mask, else unknown, else pad piece ("replace"); NaN for
-                      special pieces and for a masked LM's m; every text's variants in
+                      replaced by the mask, else unknown, else pad piece ("replace"), for
+                      every piece, special ones too (so "words only" off has a target for
+                      [CLS] and [SEP]); NaN for a masked LM's m; every text's variants in
                       shared padded batches
     gradient          sentence model: ||J_j x_j||, J_j = de/dx_j (forward-mode, one tangent
                       per piece); LMs: d log p / dx_j . x_j (signed)
@@ -20,6 +21,8 @@ Columns of token_importance (l = layer; p = the readout weights over rows, targe
                       flow); NaN beyond flow.MAX_PIECES pieces
     norm_<l>          Kobayashi's sum_i p_i ||alpha_ij f(x_j)||, mean over heads
     rollout, flow     the last layer's;  target: what was measured (Target.label)
+    special, unknown  the tokenizer's special pieces ([CLS], [SEP], [UNK], ...); unknown: the
+                      pieces its vocabulary could not read (targets.unknown_id)
 """
 from __future__ import annotations
 
@@ -103,7 +106,7 @@ def occlude(model: M.LoadedModel, items: list[Item], mode: str = "remove") -> li
     for k, it in enumerate(items):
         m = it.target.at
         for j in range(len(it.read)):
-            if it.special[j] or j == m or (mode == "remove" and len(it.read) < 2):
+            if j == m or (mode == "remove" and len(it.read) < 2):
                 continue
             if mode == "remove":
                 rows.append(it.read[:j] + it.read[j + 1:])
@@ -307,6 +310,7 @@ def token_importance(model: M.LoadedModel, texts, *, occlusion: str = "remove",
     docstring for the columns). target: a causal LM's next word (default its top piece);
     mask_at: a masked LM's m (default the last piece that is not special)."""
     items = [item(model, text, target=target, mask_at=mask_at) for text in texts]
+    unknown = T.unknown_id(model)
     if not items:
         raise ValueError("token_importance needs at least one text.")
     occ = occlude(model, items, occlusion)
@@ -318,7 +322,8 @@ def token_importance(model: M.LoadedModel, texts, *, occlusion: str = "remove",
         frame = pd.DataFrame({
             "text": index, "position": range(run.n),
             "token": model.tokenizer.convert_ids_to_tokens(it.ids),
-            "special": it.special, "occlusion": occ[index].numpy(),
+            "special": it.special, "unknown": [i == unknown for i in it.ids],
+            "occlusion": occ[index].numpy(),
             "gradient": grads[index].numpy(), "integrated_gradients": igs[index][0].numpy(),
             "ig_gap": igs[index][1]})
         for name, values in attention_scores(model, run, it.target.rows(run.n)).items():

@@ -118,13 +118,29 @@ def draw_importance(study: SharpeningStudy) -> None:
                                           study.spearman_within, lang()))
 
 
+# a table's columns as the page shows them (the CSVs keep the ids)
+HEADERS = {"multiplier": "axis_multiplier", "accuracy": "axis_accuracy",
+           "max_weight": "axis_max_weight", "effective_tokens": "axis_effective",
+           "relevant_mass": "axis_relevant_mass", "d_k": "axis_dk", "scaled": "col_variant",
+           "seed": "tip_seed"}
+
+
+def shown_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with translated headers, and scaled / unscaled named instead of a flag."""
+    shown = table.copy()
+    if "scaled" in shown:
+        shown["scaled"] = [t("sharper.variant_scaled" if s else "sharper.variant_unscaled")
+                           for s in shown["scaled"]]
+    return shown.rename(columns={c: t(f"sharper.{k}") for c, k in HEADERS.items()})
+
+
 def draw_tables(seed: int, study: SharpeningStudy, sweep: pd.DataFrame) -> None:
     """The sharpening and scaling tables with their CSVs, and the importance CSV."""
     st.subheader(t("sharper.sec_tables"))
     for key, table, name in (("sharper.table_sharpen", study.sweep, "sharpening_sweep"),
                              ("sharper.table_scaling", sweep, "scaling_sweep")):
         st.caption(t(key))
-        st.dataframe(table, hide_index=True, width="stretch")
+        st.dataframe(shown_table(table), hide_index=True, width="stretch")
         csv_button(table, f"{name}_seed{seed}")
     st.caption(t("sharper.table_importance"))
     csv_button(study.importance, f"importance_seed{seed}")

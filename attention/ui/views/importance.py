@@ -16,10 +16,11 @@ import streamlit as st
 
 from attention import config, corpus
 from attention.charts import importance as charts
+from attention.conclusions import unknown
 from attention.conclusions.importance import conclusions
 from attention.errors import UserError
 from attention.files import importance_cache as store
-from attention.ui import cache
+from attention.ui import cache, estimate
 from attention.ui.chart import show
 from attention.ui.state import flag, view_widget
 from attention.ui.text import lang, message, t
@@ -58,12 +59,17 @@ def corpus_texts(choice: str, spec) -> tuple[str, list[str]] | None:
     return upload.name, corpus.from_upload(upload.name, upload.getvalue(), column)
 
 
-def results(source: str, texts: tuple[str, ...]):
+def results(source: str, texts: tuple[str, ...], note):
     """Every frame of the page for (model, texts): kept by the server, stored on disk or
-    shipped, else computed here with a progress bar."""
+    shipped, else computed here with a progress bar, its time estimated first and reported
+    after in `note` (an st.empty)."""
+    what = ("importance", source, corpus.digest(list(texts)))
+
     def compute():
         from attention.importance import shipped     # torch: only to compute ("Imports")
 
+        seconds, probed = expected(source, texts)
+        estimate.before(note, seconds, probed)
         bar = st.progress(0.0, text=t("importance.progress", texts=len(texts),
                                       stage=t("importance.stage_tokens")))
 
@@ -71,12 +77,35 @@ def results(source: str, texts: tuple[str, ...]):
             bar.progress(min(max(fraction, 0.0), 1.0),
                          text=t("importance.progress", texts=len(texts),
                                 stage=t(f"importance.stage_{stage}")))
+        timings: dict[str, float] = {}
         try:
-            return shipped.compute(source, list(texts), progress)
+            record, took = estimate.timed(
+                lambda: shipped.compute(source, list(texts), progress, timings))
         finally:
             bar.empty()
-    return cache.cached("imp_results", (source, corpus.digest(list(texts))),
-                        lambda: store.results(source, texts, compute))
+        units = shipped.work(source, list(texts)) if timings else {}
+        for stage, spent in timings.items():
+            estimate.RATES.record(("importance", source, stage), spent, units.get(stage, 0))
+        estimate.after(note, what, took, seconds)
+        return record
+    got = cache.cached("imp_results", what[1:], lambda: store.results(source, texts, compute))
+    estimate.show(note, what)
+    return got
+
+
+def expected(source: str, texts) -> tuple[float, bool]:
+    """(seconds the computation should take, whether a probe timed just now gave the rate):
+    each stage's units times its rate from an earlier run on this server, else the probe's
+    forward pass times the stage's calibration (shipped.FORWARDS)."""
+    from attention.importance import shipped
+
+    units = shipped.work(source, list(texts))
+    rates = {stage: estimate.RATES.rate(("importance", source, stage)) for stage in units}
+    probed = any(rates[s] is None for s in units if units[s])
+    forward = shipped.probe(source, texts) if probed else 0.0
+    seconds = sum(u * (rates[s] if rates[s] is not None else forward * shipped.FORWARDS[s])
+                  for s, u in units.items())
+    return seconds, probed
 
 
 def draw_importance(spec) -> None:
@@ -112,8 +141,9 @@ def draw_importance(spec) -> None:
     if not texts:
         st.info(t("importance.no_text"), icon=":material/info:")
         return
+    note = st.empty()
     try:
-        record = results(source, texts)
+        record = results(source, texts, note)
     except (UserError, ValueError) as err:
         st.error(message(err) if isinstance(err, UserError) else str(err),
                  icon=":material/error:")
@@ -121,12 +151,16 @@ def draw_importance(spec) -> None:
     frames, about = record.frames, record.values      # about: model, layers, head (its name)
     intro.markdown(t("importance.intro", model=about["model"]))
     tokens = frames["tokens"]
-    st.markdown(t("importance.corpus_count", used=len(texts), source=name, total=len(everything),
-                  limit=store.PAGE_TEXTS, pieces=len(tokens)))
+    special = int(tokens["special"].astype(bool).sum())
+    st.markdown(t("importance.corpus_count" if words_only else "importance.corpus_count_all",
+                  used=len(texts), source=name, total=len(everything), limit=store.PAGE_TEXTS,
+                  pieces=len(tokens) - special if words_only else len(tokens), special=special))
+    language = lang()
+    unreadable = unknown.sentence(unknown.count(tokens), about["model"], "importance")
+    st.markdown(unreadable.text(language))
     if source == config.BUNDLED and store.shipped_path().exists() and \
             list(texts) == store.shipped_texts():
         st.caption(t("importance.shipped_note"))
-    language = lang()
     agreement = frames["agreement_words" if words_only else "agreement_all"]
     draw_agreement(about["head"], agreement, language, tables)
     draw_faithfulness(frames["faithfulness"], language, tables)
@@ -138,8 +172,9 @@ def draw_importance(spec) -> None:
     draw_pruning(pruning, language)
     sweep = draw_sweep(int(about["layers"]), frames["sweep"], language)
     st.subheader(t("importance.conclusions_title"))
-    for c in conclusions(agreement, frames["faithfulness"], sharp, pruning, sweep,
-                         texts=measured):
+    first = [unreadable] if unreadable.key != "low" else []     # what the numbers describe
+    for c in first + conclusions(agreement, frames["faithfulness"], sharp, pruning, sweep,
+                                 texts=measured):
         st.markdown(f"- {c.text(language)}")
 
 
