@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from attention.config import BUNDLED_LM
 from attention.i18n import translate
 
 THRESHOLD = 0.10                  # above this share of unknown pieces, the page leads with it
-READER = "SmolLM2-135M-Instruct"  # bundled; its byte-level tokenizer has no unknown piece
+READER = BUNDLED_LM               # bundled; its byte-level tokenizer has no unknown piece
 UNKNOWN_STRINGS = ("[UNK]", "<unk>")   # the piece's usual names, for tables without `unknown`
 
 
