@@ -1,5 +1,6 @@
 """Every page with a causal LM (AppTest): a tiny LLaMA with grouped k/v (4 query heads, 2 k/v
-heads) built offline, picked in the sidebar. Each page's numbers are checked against eager
+heads) built offline, named in the sidebar as a folder, and a tiny GGUF file standing in for
+the bundled SmolLM2 (converted as a shared server converts it). Each page's numbers are checked against eager
 transformers on the same checkpoint (its output_attentions; the module's own `scaling` set to
 1 for the unscaled panels; a head zeroed by a hook on the output projection), independent of
 attention.models: Model heads (grid, picked head scaled and unscaled), Heatmap and Score
@@ -8,6 +9,7 @@ top next piece) and the Corpus page's own run."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ import torch
 
 from attention import config, models
 from attention.measures.heads import head_table
+from attention.models.runs import special_names
 from attention.spec import AttentionSpec
 from tests.apptest import TIP, comparison_cells, grid_cells, open_page
 from tests.tiny_models import local_models, tiny  # noqa: F401  (fixtures)
@@ -26,18 +29,46 @@ TEXT = "the cat sat on the mat"
 LINES = "the cat sat on the mat\na dog barked at the old house"
 
 
-@pytest.fixture(scope="module")
-def llama(tiny):
-    return tiny["llama"]
+@pytest.fixture(scope="module", params=["folder", "gguf"])
+def llama(request, tiny, tmp_path_factory):
+    """The model the sidebar names: the tiny LLaMA's folder, or the bundled causal LM's name
+    with a tiny GGUF (tests/tiny_gguf.py) standing in for SmolLM2's file, converted into a
+    cache of this module's own as a shared server does it."""
+    if request.param == "folder":
+        yield str(tiny["llama"])
+        return
+    from attention.models import convert, loading
+    from tests import tiny_gguf
+
+    gguf = tiny_gguf.write(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(config.ENV_CACHE, str(tmp_path_factory.mktemp("gguf_cache")))
+        patch.delenv(config.ENV_PREBUILT, raising=False)
+        patch.setattr(convert, "packaged_gguf", lambda: gguf)
+        loading.clear_kept()
+        models.load_model(config.BUNDLED_LM)                 # converted once, before the pages
+        yield config.BUNDLED_LM
+    loading.clear_kept()
 
 
 @pytest.fixture(scope="module")
 def eager(llama):
-    """(eager LlamaForCausalLM, the loaded model for its tokenizer)."""
+    """(the same checkpoint read by transformers with eager attention, the loaded model for
+    its tokenizer): from the folder, or from the GGUF file itself (not the conversion)."""
+    from transformers import AutoModelForCausalLM
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(config.ENV_LOCAL, "1")
-        loaded = models.load_model(str(llama))
-    model = type(loaded.model).from_pretrained(llama, attn_implementation="eager").eval()
+        loaded = models.load_model(llama)
+    if llama == config.BUNDLED_LM:
+        from attention.models import convert
+
+        gguf = convert.packaged_gguf()
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
+                                                     dtype=torch.float32,
+                                                     attn_implementation="eager").eval()
+    else:
+        model = AutoModelForCausalLM.from_pretrained(llama, attn_implementation="eager").eval()
     assert model.config.num_key_value_heads < model.config.num_attention_heads
     return model, loaded
 
@@ -68,6 +99,10 @@ def matrix(frame, column: str, n: int) -> torch.Tensor:
 def spec_for(llama, text=TEXT, **kw) -> AttentionSpec:
     return AttentionSpec(tokens=tuple(text.split()), text=text, source="pretrained",
                          model=str(llama), **kw)
+
+
+def named(source: str) -> str:
+    return Path(source).name
 
 
 def test_model_heads_grid_and_the_picked_head_scaled_and_unscaled(llama, eager):
@@ -151,11 +186,11 @@ CORPUS = ["the cat sat on the mat .", "a dog ran past the old house", "she said 
 
 
 def test_corpus_page_runs_the_sidebars_causal_lm(llama, eager):
-    """The Corpus page's own run uses the sidebar's model: its head table (to [SEP] by
-    default) is the mean over the texts of Clark et al.'s column on eager attention."""
-    at = open_page("pages/6_Corpus.py", spec_for(llama), timeout=300)
+    """The Corpus page's own run uses the sidebar's model: its head table (of the mean max
+    weight) is the mean over the texts of Clark et al.'s column on eager attention."""
+    at = open_page("pages/6_Corpus.py", spec_for(llama), timeout=300, cp_stat="max_weight")
     assert not at.exception
-    assert any(e.label.endswith("on llama") for e in at.main.expander)
+    assert any(e.label.endswith(f"on {named(llama)}") for e in at.main.expander)
     at.text_area(key="corpus_page_texts").input("\n".join(CORPUS))
     at.button(key="corpus_page_go").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -165,14 +200,15 @@ def test_corpus_page_runs_the_sidebars_causal_lm(llama, eager):
     _, loaded = eager
     per_text = np.stack([
         head_table(attentions(eager, text), tuple(loaded.tokenizer.convert_ids_to_tokens(
-            loaded.encode(text)["input_ids"][0].tolist())), "[CLS]", "[SEP]")["to_sep"].to_numpy()
+            loaded.encode(text)["input_ids"][0].tolist())), *special_names(loaded))["max_weight"]
+        .to_numpy()
         for text in CORPUS])                                             # (texts, 8)
     want = per_text.mean(axis=0)
     half = 1.959964 * per_text.std(axis=0, ddof=1) / math.sqrt(len(CORPUS))
     order = layer * 4 + head
     np.testing.assert_allclose(mean, want[order], atol=1e-5)
     np.testing.assert_allclose(low, (want - half)[order], atol=1e-5)
-    assert any("llama" in c.value for c in at.main.caption)             # the run's model named
+    assert any(named(llama) in c.value for c in at.main.caption)        # the run's model named
 
 
 def test_a_30_layer_9_head_model_keeps_its_grid_in_bounds(tmp_path):

@@ -71,8 +71,9 @@ def item(model: M.LoadedModel, text: str, *, target=None, mask_at=None) -> Item:
     return Item(ids, tgt.prepare(ids, T.mask_id(model)), run, tgt, T.special_mask(model, ids))
 
 
-def piece_for(model: M.LoadedModel, order=("mask", "unk", "pad")) -> int:
-    """The first of the tokenizer's pieces named in `order` that it has."""
+def piece_for(model: M.LoadedModel, order=("mask", "unk", "pad", "eos")) -> int:
+    """The first of the tokenizer's pieces named in `order` that it has (the end-of-text piece
+    last: a byte-level GGUF vocabulary may have no other)."""
     for name in order:
         got = getattr(model.tokenizer, f"{name}_token_id", None)
         if got is not None:
@@ -221,7 +222,7 @@ def integrated_gradients(model: M.LoadedModel, items: list[Item], n_steps: int =
     from captum.attr import LayerIntegratedGradients
 
     words = _Words()
-    base_piece = piece_for(model, ("pad", "mask", "unk"))
+    base_piece = piece_for(model, ("pad", "mask", "unk", "eos"))
     embedding = items[0].target.kind == "embedding"
 
     def f(ids, real, at, token, ref):
