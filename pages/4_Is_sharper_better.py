@@ -7,11 +7,13 @@ The runs, charts, tables and formulas are drawn by attention/ui/views/experiment
 import streamlit as st
 
 from attention.ui.views.experiment import draw_experiments, draw_explanation
+from attention.ui.views.experiment_real import draw_real_models
 from attention.ui.entry import page_setup
 from attention.ui.text import t
 
 page = page_setup("nav.sharper", needs_spec=False)
 st.markdown(t("sharper.intro"))
 draw_experiments()
+draw_real_models()
 draw_explanation()
 page.finish()

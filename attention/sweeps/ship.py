@@ -36,9 +36,25 @@ def ship(model_source: str, corpus: str, work: Path, sweeps, *, engine: str = "l
         rows = read_table(out, "nll")
         if not len(rows):
             continue
-        target = shipped.path(model.name, corpus, texts[:limit] if limit else texts, sweep, limit)
+        target = shipped.path(model.name, corpus, texts, sweep, limit)
         for old in target.parent.glob(f"{shipped.slug(model.name)}-{shipped.slug(corpus)}-"
-                                      f"{sweep}-*.parquet"):
+                                      f"{sweep}-*"):
             old.unlink()
         written.append(shipped.write(rows, target))
+        written += derive(rows, target, sweep)
     return written
+
+
+def derive(rows, target: Path, sweep: str) -> list[Path]:
+    """The page's tables beside the rows (stats.summary; for heads also the per-head table
+    and its agreement with sharpness), so a page reads them without computing."""
+    from attention.sweeps import shipped, stats
+
+    table = stats.summary(rows)
+    out = [shipped.write_table(table, shipped.derived(target, "summary"))]
+    if sweep == "heads":
+        per_head = stats.heads(table)
+        out.append(shipped.write_table(per_head, shipped.derived(target, "heads")))
+        out.append(shipped.write_table(stats.agreement(per_head),
+                                       shipped.derived(target, "agreement")))
+    return out

@@ -66,7 +66,9 @@ def key(model: str, corpus: str, texts: list[str], sweep: str, limit: int) -> st
 
 
 def path(model: str, corpus: str, texts: list[str], sweep: str, limit: int | None = None) -> Path:
+    """The rows file of a sweep over the corpus `texts` (its first `limit`, PLAN's by default)."""
     limit = PLAN[sweep] if limit is None else limit
+    texts = texts[:limit] if limit else texts
     return FOLDER / (f"{slug(model)}-{slug(corpus)}-{sweep}-"
                      f"{key(model, corpus, texts, sweep, limit)}.parquet")
 
@@ -83,13 +85,28 @@ def write(frame: pd.DataFrame, target: Path) -> Path:
     return target
 
 
-def read(model: str, corpus: str, texts: list[str]) -> dict[str, pd.DataFrame]:
-    """sweep -> the shipped rows of `model` on `corpus` under the current key (missing
-    sweeps left out)."""
+def derived(target: Path, name: str) -> Path:
+    """A table derived from the rows file `target` (summary, heads, agreement)."""
+    return target.with_name(target.name.replace(".parquet", f".{name}.parquet"))
+
+
+def write_table(frame: pd.DataFrame, target: Path) -> Path:
+    tmp = target.with_name(f".{target.name}.tmp")
+    frame.to_parquet(tmp, index=False, compression="zstd")
+    tmp.replace(target)
+    return target
+
+
+def read(model: str, corpus: str, texts: list[str], name: str = "summary") -> dict[str, pd.DataFrame]:
+    """sweep -> the shipped table `name` ("rows", "summary", "heads", "agreement") of `model`
+    on `corpus` under the current key (sweeps not shipped left out)."""
     out = {}
     for sweep in PLAN:
         p = path(model, corpus, texts, sweep)
+        p = p if name == "rows" else derived(p, name)
         if p.is_file():
             frame = pd.read_parquet(p)
-            out[sweep] = frame.astype({"family": str, "variant": str})
+            if "family" in frame.columns:
+                frame = frame.astype({"family": str, "variant": str})
+            out[sweep] = frame
     return out

@@ -1,0 +1,150 @@
+"""Charts of the real-models section of "Is sharper better?": the sweeps' summaries
+(attention.sweeps.stats) in, altair out, no torch. Every point carries its 95% interval."""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from attention.conclusions.sweeps import setting_name, short_name
+from attention.i18n import translate
+
+TRAINED = "#d62728"
+OTHER = "#1f77b4"
+TAU_COLORS = {"0.5": "#ff7f0e", "2": "#1f77b4"}
+
+
+def _t(lang: str, key: str, **values) -> str:
+    return translate(lang, f"realsharp.{key}", **values)
+
+
+def _named(table: pd.DataFrame, lang: str) -> pd.DataFrame:
+    data = table.copy()
+    data["setting"] = [setting_name(r, lang) for _, r in data.iterrows()]
+    data["short"] = [short_name(r, lang) for _, r in data.iterrows()]
+    data["kind"] = [_t(lang, "legend_trained") if f == "base" else _t(lang, "legend_other")
+                    for f in data["family"]]
+    return data
+
+
+def _colour(lang: str) -> alt.Color:
+    return alt.Color("kind:N", title=None, legend=alt.Legend(orient="top"),
+                     scale=alt.Scale(domain=[_t(lang, "legend_trained"), _t(lang, "legend_other")],
+                                     range=[TRAINED, OTHER]))
+
+
+def quality_chart(g: pd.DataFrame, lang: str, measure: str = "max_weight") -> alt.LayerChart:
+    """Perplexity against sharpness, one point per global setting, both intervals."""
+    data = _named(g, lang)
+    lo, hi = ("mw_lo", "mw_hi") if measure == "max_weight" else ("ent_lo", "ent_hi")
+    x_title = _t(lang, "axis_max_weight" if measure == "max_weight" else "axis_entropy")
+    xscale, yscale = alt.Scale(zero=False), alt.Scale(type="log")
+    x = alt.X(f"{measure}:Q", title=x_title, scale=xscale)
+    y = alt.Y("ppl:Q", title=_t(lang, "axis_ppl"), scale=yscale)
+    tips = [alt.Tooltip("setting:N", title=_t(lang, "axis_setting")),
+            alt.Tooltip("ppl:Q", format=".2f"), alt.Tooltip("ppl_lo:Q", format=".2f"),
+            alt.Tooltip("ppl_hi:Q", format=".2f"), alt.Tooltip(f"{measure}:Q", format=".3f"),
+            alt.Tooltip("texts:Q")]
+    base = alt.Chart(data)
+    points = base.mark_point(filled=True, size=70).encode(x=x, y=y, color=_colour(lang),
+                                                          tooltip=tips)
+    ybars = base.mark_rule().encode(x=x, y=alt.Y("ppl_lo:Q", scale=yscale), y2="ppl_hi:Q",
+                                    color=_colour(lang))
+    xbars = base.mark_rule().encode(x=alt.X(f"{lo}:Q", scale=xscale), x2=f"{hi}:Q", y=y,
+                                    color=_colour(lang))
+    labels = base.mark_text(align="left", dx=7, dy=-7, fontSize=11).encode(
+        x=x, y=y, text="short:N")
+    return (ybars + xbars + points + labels).properties(width=560, height=340)
+
+
+def interval_bars(data: pd.DataFrame, lang: str, value: str, lo: str, hi: str, title: str,
+                  log: bool = False) -> alt.LayerChart:
+    """One row per setting (named), a point with its interval; the trained model in red."""
+    data = _named(data, lang)
+    y = alt.Y("setting:N", title=None, sort=None, axis=alt.Axis(labelLimit=320))
+    scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
+    x = alt.X(f"{value}:Q", title=title, scale=scale)
+    base = alt.Chart(data)
+    tips = [alt.Tooltip("setting:N", title=_t(lang, "axis_setting")),
+            alt.Tooltip(f"{value}:Q", format=".3f"), alt.Tooltip(f"{lo}:Q", format=".3f"),
+            alt.Tooltip(f"{hi}:Q", format=".3f"), alt.Tooltip("texts:Q")]
+    return (base.mark_rule().encode(y=y, x=alt.X(f"{lo}:Q", title=title, scale=scale),
+                                    x2=f"{hi}:Q", color=_colour(lang))
+            + base.mark_point(filled=True, size=60).encode(y=y, x=x, color=_colour(lang),
+                                                         tooltip=tips)
+            ).properties(width=420, height=alt.Step(26))
+
+
+def layer_chart(layers: pd.DataFrame, family: str, lang: str) -> alt.LayerChart:
+    """ΔNLL against the layer for one family of per-layer settings (colour: τ), intervals."""
+    data = layers[layers["family"] == family].copy()
+    data["tau"] = data["variant"].where(data["variant"] != "", _t(lang, "set_base"))
+    x = alt.X("layer:O", title=_t(lang, "axis_layer"))
+    y = alt.Y("d_nll:Q", title=_t(lang, "axis_dnll"))
+    colour = alt.Color("tau:N", title=_t(lang, "axis_tau") if family == "tau" else None,
+                       legend=alt.Legend(orient="top") if family == "tau" else None)
+    offset = alt.XOffset("tau:N") if family == "tau" else alt.XOffset()
+    base = alt.Chart(data)
+    tips = [alt.Tooltip("layer:O"), alt.Tooltip("tau:N", title=_t(lang, "axis_tau")),
+            alt.Tooltip("d_nll:Q", format="+.4f"), alt.Tooltip("d_lo:Q", format="+.4f"),
+            alt.Tooltip("d_hi:Q", format="+.4f"), alt.Tooltip("texts:Q")]
+    zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#555", strokeDash=[4, 3]) \
+        .encode(y="y:Q")
+    return (zero + base.mark_rule().encode(x=x, xOffset=offset, y="d_lo:Q", y2="d_hi:Q",
+                                           color=colour)
+            + base.mark_point(filled=True, size=40).encode(x=x, xOffset=offset, y=y,
+                                                           color=colour, tooltip=tips)
+            ).properties(width=620, height=260)
+
+
+def tau_chart(g: pd.DataFrame, lang: str) -> alt.LayerChart:
+    """Perplexity against τ in every layer (τ = 1 is the trained model), intervals."""
+    data = g[g["family"].isin(["tau", "base"])].copy()
+    data["tau"] = [1.0 if f == "base" else float(v) for f, v in zip(data["family"], data["variant"])]
+    data = data.sort_values("tau")
+    x = alt.X("tau:Q", title=_t(lang, "axis_tau"), scale=alt.Scale(type="log", base=2))
+    y = alt.Y("ppl:Q", title=_t(lang, "axis_ppl"), scale=alt.Scale(type="log"))
+    base = alt.Chart(data)
+    tips = [alt.Tooltip("tau:Q"), alt.Tooltip("ppl:Q", format=".2f"),
+            alt.Tooltip("ppl_lo:Q", format=".2f"), alt.Tooltip("ppl_hi:Q", format=".2f"),
+            alt.Tooltip("max_weight:Q", format=".3f"), alt.Tooltip("texts:Q")]
+    return (base.mark_line(color=OTHER) + base.mark_rule(color=OTHER).encode(
+        x=x, y=alt.Y("ppl_lo:Q", title=_t(lang, "axis_ppl"), scale=alt.Scale(type="log")),
+        y2="ppl_hi:Q")
+            + base.mark_point(filled=True, color=OTHER, size=50).encode(x=x, y=y, tooltip=tips)
+            ).encode(x=x, y=y).properties(width=300, height=260)
+
+
+def heads_chart(per_head: pd.DataFrame, lang: str, measure: str = "max_weight") -> alt.LayerChart:
+    """Each head's zero-ablation ΔNLL (interval) against its own sharpness, colour: layer."""
+    x = alt.X(f"{measure}:Q", title=_t(lang, "axis_max_weight" if measure == "max_weight"
+                                         else "axis_entropy"), scale=alt.Scale(zero=False))
+    y = alt.Y("zero:Q", title=_t(lang, "axis_dnll"))
+    colour = alt.Color("layer:O", title=_t(lang, "axis_layer"), scale=alt.Scale(scheme="viridis"),
+                       legend=alt.Legend(columns=2, symbolLimit=40))
+    base = alt.Chart(per_head)
+    tips = [alt.Tooltip("layer:O"), alt.Tooltip("head:Q"), alt.Tooltip("zero:Q", format="+.4f"),
+            alt.Tooltip("zero_lo:Q", format="+.4f"), alt.Tooltip("zero_hi:Q", format="+.4f"),
+            alt.Tooltip("mean:Q", format="+.4f"), alt.Tooltip(f"{measure}:Q", format=".3f"),
+            alt.Tooltip("texts:Q")]
+    return (base.mark_rule(opacity=0.5).encode(x=x, y="zero_lo:Q", y2="zero_hi:Q", color=colour)
+            + base.mark_point(filled=True, size=35).encode(x=x, y=y, color=colour, tooltip=tips)
+            ).properties(width=560, height=320)
+
+
+def agreement_chart(agree: pd.DataFrame, lang: str) -> alt.LayerChart:
+    """Spearman ρ (zero ablation against max weight) per layer and pooled, with its interval
+    and the grey null band."""
+    data = agree[(agree["importance"] == "zero") & (agree["sharpness"] == "max_weight")].copy()
+    data["scope"] = [_t(lang, "pooled") if pd.isna(v) else str(int(v)) for v in data["layer"]]
+    order = [s for s in data["scope"] if s != _t(lang, "pooled")] + [_t(lang, "pooled")]
+    x = alt.X("scope:N", title=_t(lang, "axis_scope"), sort=order)
+    base = alt.Chart(data)
+    tips = [alt.Tooltip("scope:N", title=_t(lang, "axis_scope")),
+            alt.Tooltip("spearman:Q", format="+.2f"), alt.Tooltip("ci_low:Q", format="+.2f"),
+            alt.Tooltip("ci_high:Q", format="+.2f"), alt.Tooltip("null_low:Q", format="+.2f"),
+            alt.Tooltip("null_high:Q", format="+.2f"), alt.Tooltip("heads:Q")]
+    return (base.mark_bar(color="#cccccc", width=10).encode(x=x, y="null_low:Q", y2="null_high:Q")
+            + base.mark_rule(color=OTHER).encode(x=x, y="ci_low:Q", y2="ci_high:Q")
+            + base.mark_point(filled=True, color=OTHER).encode(
+                x=x, y=alt.Y("spearman:Q", title=_t(lang, "axis_rho")), tooltip=tips)
+            ).properties(width=620, height=200)

@@ -1,0 +1,141 @@
+"""The sentences of the real-models section of "Is sharper better?", written from the shipped
+sweeps' summaries (attention.sweeps.stats): no torch, no streamlit.
+
+Every sentence states its interval and its count of texts. A difference whose 95% interval
+includes 0 is "the data cannot tell"; a corpus of fewer than MIN_TEXTS texts makes no claim.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from attention.conclusions.importance import MIN_TEXTS
+from attention.i18n import translate
+
+
+def _t(lang: str, key: str, **values) -> str:
+    return translate(lang, f"realsharp.{key}", **values)
+
+
+def setting_name(row, lang: str) -> str:
+    """A setting in words: "τ = 2 in every layer", "no scale in layer 3", "head 4.2 zeroed"."""
+    fam, var = row["family"], row["variant"]
+    where = _t(lang, "where_all") if int(row["layer"]) < 0 else _t(lang, "where_layer",
+                                                                    layer=int(row["layer"]))
+    if fam == "base":
+        return _t(lang, "set_base")
+    if fam == "scale":
+        return _t(lang, f"set_scale_{var}", where=where)
+    if fam == "tau":
+        return _t(lang, "set_tau", tau=var, where=where)
+    if fam == "sinks":
+        return _t(lang, "set_sinks", where=where)
+    return _t(lang, f"set_{fam}", layer=int(row["layer"]), head=int(row["head"]))
+
+
+def short_name(row, lang: str) -> str:
+    """A global setting's label on a chart: "trained", "no scale", "τ=2", ..."""
+    fam, var = row["family"], row["variant"]
+    if fam == "tau":
+        return f"τ={var}"
+    return _t(lang, f"short_{fam}_{var}" if fam == "scale" else f"short_{fam}")
+
+
+def verdict(row) -> str:
+    """worse / better / unclear: the paired ΔNLL's 95% interval against 0."""
+    if row["d_lo"] > 0:
+        return "worse"
+    if row["d_hi"] < 0:
+        return "better"
+    return "unclear"
+
+
+def _interval(row) -> dict:
+    return {"d": row["d_nll"], "lo": row["d_lo"], "hi": row["d_hi"], "texts": int(row["texts"])}
+
+
+def _few(table: pd.DataFrame, lang: str) -> str | None:
+    texts = int(table["texts"].max()) if len(table) else 0
+    return _t(lang, "too_few", texts=texts, min=MIN_TEXTS) if texts < MIN_TEXTS else None
+
+
+def answer(g: pd.DataFrame, model: str, lang: str) -> list[str]:
+    """At most three sentences: what removing the scale does, whether the sharper settings
+    are the better ones, and whether a setting beats the trained model."""
+    few = _few(g, lang)
+    if few:
+        return [few]
+    base = g[g["family"] == "base"].iloc[0]
+    out = []
+    none = g[(g["family"] == "scale") & (g["variant"] == "none") & (g["layer"] < 0)]
+    if len(none):
+        r = none.iloc[0]
+        out.append(_t(lang, f"scale_{verdict(r)}", model=model,
+                      sharper=_t(lang, "sharper" if r["max_weight"] > base["max_weight"]
+                                 else "flatter"),
+                      mw0=base["max_weight"], mw1=r["max_weight"], ppl0=base["ppl"],
+                      ppl1=r["ppl"], **_interval(r)))
+    others = g[g["family"] != "base"]
+    sharper = others[others["max_weight"] > base["max_weight"]]
+    flatter = others[others["max_weight"] <= base["max_weight"]]
+    count = lambda t, v: int((t.apply(verdict, axis=1) == v).sum()) if len(t) else 0  # noqa: E731
+    out.append(_t(lang, "sharper_count", sharper=len(sharper), s_worse=count(sharper, "worse"),
+                  s_better=count(sharper, "better"), flatter=len(flatter),
+                  f_worse=count(flatter, "worse"), f_better=count(flatter, "better"),
+                  texts=int(base["texts"])))
+    best = others.sort_values("d_nll").iloc[0]
+    key = {"better": "best_better", "unclear": "best_unclear", "worse": "best_worse"}[verdict(best)]
+    out.append(_t(lang, key, setting=setting_name(best, lang), mw0=base["max_weight"],
+                  mw1=best["max_weight"], **_interval(best)))
+    return out
+
+
+def sinks_sentence(g: pd.DataFrame, layers: pd.DataFrame | None, lang: str) -> str:
+    few = _few(g, lang)
+    if few:
+        return few
+    r = g[(g["family"] == "sinks") & (g["layer"] < 0)].iloc[0]
+    text = _t(lang, f"sinks_{verdict(r)}", **_interval(r))
+    if layers is not None and len(layers) and not _few(layers, lang):
+        per = layers[layers["family"] == "sinks"]
+        hurt = per[per["d_lo"] > 0].sort_values("d_nll", ascending=False)
+        if len(hurt):
+            top = hurt.iloc[0]
+            text += " " + _t(lang, "sinks_layers", count=len(hurt), total=len(per),
+                             layer=int(top["layer"]), **_interval(top))
+        else:
+            text += " " + _t(lang, "sinks_layers_none", total=len(per),
+                             texts=int(per["texts"].max()))
+    return text
+
+
+def temperature_sentence(g: pd.DataFrame, layers: pd.DataFrame | None, lang: str) -> str:
+    few = _few(g, lang)
+    if few:
+        return few
+    taus = g[g["family"] == "tau"].sort_values("d_nll")
+    best = taus.iloc[0]
+    text = _t(lang, f"tau_{verdict(best)}", tau=best["variant"], **_interval(best))
+    if layers is not None and len(layers) and not _few(layers, lang):
+        per = layers[layers["family"] == "tau"]
+        clear = per[(per["d_lo"] > 0) | (per["d_hi"] < 0)]
+        top = per.sort_values("d_nll", ascending=False).iloc[0]
+        text += " " + _t(lang, "tau_layers", clear=len(clear), total=len(per),
+                         tau=top["variant"], layer=int(top["layer"]), **_interval(top))
+    return text
+
+
+def heads_sentence(agree: pd.DataFrame, per_head: pd.DataFrame, lang: str) -> str:
+    """Whether sharper heads are the ones the loss depends on (zero ablation, max weight),
+    pooled within layers, against its null band."""
+    texts = int(per_head["texts"].max()) if len(per_head) else 0
+    if texts < MIN_TEXTS:
+        return _t(lang, "too_few", texts=texts, min=MIN_TEXTS)
+    rows = agree[(agree["importance"] == "zero") & (agree["sharpness"] == "max_weight")]
+    pooled = rows[rows["layer"].isna()].iloc[0]
+    layers = rows[rows["layer"].notna()]
+    clear = layers[(layers["ci_low"] > layers["null_high"]) | (layers["ci_high"] < layers["null_low"])]
+    side = "yes" if pooled["ci_low"] > pooled["null_high"] else \
+        "opposite" if pooled["ci_high"] < pooled["null_low"] else "unclear"
+    return _t(lang, f"heads_{side}", rho=pooled["spearman"], lo=pooled["ci_low"], hi=pooled["ci_high"],
+              nlo=pooled["null_low"], nhi=pooled["null_high"], heads=int(pooled["heads"]),
+              texts=texts, clear=len(clear), layers=len(layers))

@@ -1,0 +1,113 @@
+"""The real-models section of "Is sharper better?": the causal-LM sweeps' shipped results
+(attention.sweeps.shipped, computed by the corpus job), read without torch. The answer
+first (at most three sentences), then each chart with its one-line finding.
+
+    draw_real_models()
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from attention import config
+from attention.charts import experiment_real as charts
+from attention.conclusions import sweeps as conclusions
+from attention.ui.chart import show
+from attention.ui.export import chart_buttons, csv_button
+from attention.ui.state import view_widget
+from attention.ui.text import lang, t
+
+MODEL = config.BUNDLED_LM
+CORPUS = "bundled:en"
+MEASURES = ("max_weight", "entropy")
+MEASURE_VIEW = "sh_measure"      # URL key (docs/architecture.md: sh_ on this page)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _tables(model: str, corpus: str) -> dict:
+    from attention.corpus import load
+    from attention.sweeps import shipped
+
+    texts = load(corpus)
+    return {name: shipped.read(model, corpus, texts, name)
+            for name in ("summary", "heads", "agreement")}
+
+
+def _section(title_key: str, caption: str, chart, name: str, finding: str | None,
+             table=None) -> None:
+    st.subheader(t(title_key))
+    st.caption(caption)
+    show(chart, width="content")
+    if finding:
+        st.info(finding, icon=":material/insights:")
+    chart_buttons(chart, name, table)
+
+
+def draw_real_models() -> None:
+    code = lang()
+    st.header(t("realsharp.title"))
+    st.markdown(t("realsharp.intro", model=MODEL))
+    tables = _tables(MODEL, CORPUS)
+    summary = tables["summary"]
+    g = summary.get("global")
+    if g is None or not len(g):
+        st.warning(t("realsharp.missing", model=MODEL))
+        return
+    layers = summary.get("layers")
+    st.subheader(t("realsharp.answer"))
+    st.markdown("\n".join(f"- {s}" for s in conclusions.answer(g, MODEL, code)))
+    texts = int(g["texts"].max())
+    measure = view_widget(MEASURE_VIEW, st.radio, default="max_weight", cast=str,
+                          valid=MEASURES.__contains__, label=t("realsharp.sharpness_measure"),
+                          options=MEASURES, horizontal=True,
+                          format_func=lambda m: t(f"realsharp.measure_{m}"))
+    _section("realsharp.sec_quality", t("realsharp.quality_caption", texts=texts),
+             charts.quality_chart(g, code, measure), "sharpness_quality", None, g)
+    scales = g[g["family"].isin(["base", "scale"])]
+    reference = _reference()
+    _section("realsharp.sec_scale", t("realsharp.scale_caption", reference=reference, texts=texts),
+             charts.interval_bars(scales, code, "ppl", "ppl_lo", "ppl_hi",
+                                  t("realsharp.axis_ppl"), log=True), "scale_variants", None)
+    st.subheader(t("realsharp.sec_temperature"))
+    st.caption(t("realsharp.temperature_caption",
+                 texts=int(layers["texts"].max()) if layers is not None else texts))
+    show(charts.tau_chart(g, code), width="content")
+    if layers is not None:
+        show(charts.layer_chart(layers, "tau", code), width="content")
+    else:
+        st.caption(t("realsharp.layers_missing"))
+    st.info(conclusions.temperature_sentence(g, layers, code), icon=":material/insights:")
+    _draw_heads(tables, code)
+    sinks = g[g["family"].isin(["base", "sinks"])]
+    st.subheader(t("realsharp.sec_sinks"))
+    st.caption(t("realsharp.sinks_caption"))
+    show(charts.interval_bars(sinks, code, "d_nll", "d_lo", "d_hi", t("realsharp.axis_dnll")),
+         width="content")
+    if layers is not None:
+        show(charts.layer_chart(layers, "sinks", code), width="content")
+    st.info(conclusions.sinks_sentence(g, layers, code), icon=":material/insights:")
+    with st.expander(t("realsharp.table")):
+        for name, frame in summary.items():
+            st.dataframe(frame, hide_index=True, width="stretch")
+            csv_button(frame, f"{MODEL}_{name}_summary")
+
+
+def _draw_heads(tables: dict, code: str) -> None:
+    per_head = tables["heads"].get("heads")
+    agree = tables["agreement"].get("heads")
+    st.subheader(t("realsharp.sec_heads"))
+    if per_head is None or agree is None:
+        st.caption(t("realsharp.heads_missing"))
+        return
+    st.caption(t("realsharp.heads_caption", heads=len(per_head),
+                 texts=int(per_head["texts"].max())))
+    show(charts.heads_chart(per_head, code), width="content")
+    show(charts.agreement_chart(agree, code), width="content")
+    st.info(conclusions.heads_sentence(agree, per_head, code), icon=":material/insights:")
+
+
+def _reference() -> float:
+    """The Scalable-Softmax reference length: the corpus's mean pieces per text, shipped in
+    the global sweep's summary as the mean of (pieces / texts + 1)."""
+    g = _tables(MODEL, CORPUS)["summary"]["global"]
+    base = g[g["family"] == "base"].iloc[0]
+    return float(base["pieces"]) / float(base["texts"]) + 1.0

@@ -1,0 +1,153 @@
+"""The real-models section of "Is sharper better?": its conclusions from summaries built by
+hand, its charts (no NaN drawn), and the page itself on shipped results in both languages."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attention.conclusions import sweeps as conclusions
+from attention.sweeps import shipped, stats
+from attention.sweeps.settings import settings_of
+
+LAYERS, HEADS = 3, 2
+TAU_EFFECT = {"0.25": 0.9, "0.5": 0.3, "0.75": 0.05, "1.5": -0.02, "2": 0.1, "4": 0.6}
+SHARPNESS = {"0.25": 0.95, "0.5": 0.85, "0.75": 0.75, "1.5": 0.55, "2": 0.5, "4": 0.4}
+
+
+def synthetic_rows(texts: int, seed: int = 0) -> pd.DataFrame:
+    """Per-text rows of every sweep with known effects: no scale +1.6 nats and sharper, 1/d
+    +3 and flatter, tau 1.5 slightly better (-0.02) and flatter, sinks +0.2."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(3.0, 0.3, texts)
+    rows = []
+    for s in settings_of(("global", "layers", "heads"), LAYERS, HEADS):
+        if s.family == "base":
+            effect, sharp = 0.0, 0.65
+        elif s.family == "scale":
+            effect, sharp = {"none": (1.6, 0.95), "inv_d": (3.0, 0.25), "ssmax": (0.1, 0.6)}[s.variant]
+        elif s.family == "tau":
+            effect, sharp = TAU_EFFECT[s.variant], SHARPNESS[s.variant]
+        elif s.family == "sinks":
+            effect, sharp = 0.2, 0.7
+        else:
+            effect, sharp = 0.01 * (s.layer + 1) * (s.head + 1), 0.65
+        if s.layer >= 0 and s.family in ("tau", "sinks", "scale"):
+            effect = effect / LAYERS
+        noise = rng.normal(0, 0.005, texts) if s.family != "base" else 0.0
+        for t in range(texts):
+            rows.append({"text_id": t, "family": s.family, "variant": s.variant,
+                         "layer": s.layer, "head": s.head, "nll": base[t] + effect + noise[t]
+                         if s.family != "base" else base[t], "predicted": 10,
+                         "max_weight": sharp, "entropy": 1.0 - sharp,
+                         "own_max_weight": 0.3 + 0.1 * (s.head + 1) + 0.05 * s.layer,
+                         "own_entropy": 1.0})
+    return pd.DataFrame(rows)
+
+
+def _summaries(texts: int) -> pd.DataFrame:
+    return stats.summary(synthetic_rows(texts), n_boot=200)
+
+
+def test_answer_says_what_the_numbers_show():
+    s = _summaries(40)
+    g = s[(s["layer"] < 0) & (s["head"] < 0)]
+    answer = conclusions.answer(g, "TinyLM", "en")
+    assert len(answer) <= 3
+    assert "sharper" in answer[0] and "worse" in answer[0] and "40 texts" in answer[0]
+    # 5 sharper settings (none, 0.25, 0.5, 0.75, sinks) all worse; 5 flatter, 1.5 better
+    assert "of the 5 settings that make attention sharper than trained, 5 make the model worse" \
+        in answer[1]
+    assert "4 are worse and 1 better" in answer[1]
+    assert answer[2].startswith("A setting other than the trained one is better: τ = 1.5 in every layer")
+    zh = conclusions.answer(g, "TinyLM", "zh")
+    assert len(zh) == 3 and "40 段文本" in zh[0]
+
+
+def test_too_few_texts_cannot_tell():
+    s = _summaries(8)
+    g = s[(s["layer"] < 0) & (s["head"] < 0)]
+    (only,) = conclusions.answer(g, "TinyLM", "en")
+    assert "cannot tell" in only and "8 texts" in only
+
+
+def test_temperature_sinks_and_heads_sentences():
+    s = _summaries(30)
+    g = s[(s["layer"] < 0) & (s["head"] < 0)]
+    layers = s[(s["layer"] >= 0) & (s["head"] < 0)]
+    tau = conclusions.temperature_sentence(g, layers[layers["family"] != "scale"], "en")
+    assert tau.startswith("τ = 1.5 in every layer is better")
+    sinks = conclusions.sinks_sentence(g, layers, "en")
+    assert "worse" in sinks and f"in {LAYERS} of {LAYERS} layers" in sinks
+    per_head = stats.heads(s)
+    assert len(per_head) == LAYERS * HEADS
+    agree = stats.agreement(per_head, n_boot=200)
+    sentence = conclusions.heads_sentence(agree, per_head, "en")
+    assert "30 texts" in sentence and f"{LAYERS * HEADS} heads" in sentence
+
+
+def test_charts_draw_every_number():
+    from attention.charts import experiment_real as charts
+
+    s = _summaries(30)
+    g = s[(s["layer"] < 0) & (s["head"] < 0)]
+    layers = s[(s["layer"] >= 0) & (s["head"] < 0)]
+    per_head = stats.heads(s)
+    for chart in (charts.quality_chart(g, "en"), charts.quality_chart(g, "zh", "entropy"),
+                  charts.interval_bars(g, "en", "ppl", "ppl_lo", "ppl_hi", "ppl", log=True),
+                  charts.tau_chart(g, "en"), charts.layer_chart(layers, "tau", "en"),
+                  charts.heads_chart(per_head, "en"),
+                  charts.agreement_chart(stats.agreement(per_head, n_boot=100), "en")):
+        spec = json.dumps(chart.to_dict())
+        assert "NaN" not in spec
+    drawn = charts.quality_chart(g, "en").to_dict()
+    data = list(drawn["datasets"].values())[0]
+    assert sorted(round(r["ppl"], 6) for r in data) == sorted(round(v, 6) for v in g["ppl"])
+
+
+@pytest.fixture
+def shipped_results(tmp_path, monkeypatch):
+    """Synthetic results shipped for the bundled LM under the current key, in tmp_path."""
+    from attention import config
+    from attention.corpus import load
+    from attention.sweeps.ship import derive
+
+    monkeypatch.setattr(shipped, "FOLDER", tmp_path)
+    texts = load("bundled:en")
+    rows = synthetic_rows(30)
+    for sweep, pick in (("global", (rows["layer"] < 0)),
+                        ("layers", (rows["layer"] >= 0) & (rows["head"] < 0)),
+                        ("heads", rows["head"] >= 0)):
+        part = rows[pick | (rows["family"] == "base")]
+        target = shipped.path(config.BUNDLED_LM, "bundled:en", texts, sweep)
+        shipped.write(part, target)
+        derive(part, target, sweep)
+    return tmp_path
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_page_shows_the_real_model_section(shipped_results, lang):
+    from tests.apptest import open_page
+
+    at = open_page("pages/4_Is_sharper_better.py", lang=lang, timeout=120)
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    header = {"en": "On a real language model", "zh": "在真实的语言模型上"}[lang]
+    assert any(h.value == header for h in at.header)
+    assert ("30 texts" if lang == "en" else "30 段文本") in text
+    infos = " ".join(i.value for i in at.info)
+    assert ("Sinks" if lang == "en" else "汇点") in " ".join(s.value for s in at.subheader)
+    assert infos
+    assert len(at.get("vega_lite_chart")) >= 8
+
+
+def test_page_without_results_says_so(tmp_path, monkeypatch):
+    from tests.apptest import open_page
+
+    monkeypatch.setattr(shipped, "FOLDER", tmp_path)
+    at = open_page("pages/4_Is_sharper_better.py", timeout=120)
+    assert not at.exception
+    assert any("No shipped results" in w.value for w in at.warning)
