@@ -7,8 +7,10 @@ default with a warning instead of raising.
 Two inputs: `tokens`, the list the random-projection source embeds, and `text`, the input as
 typed for a source that runs a real model with its own tokenizer ("Wait, what" keeps its
 comma). `text` is "" when it would say nothing more than the tokens joined by spaces (and
-always for the toy source), so a link carries it only when it matters and links made before
-it existed open as before: `model_text` is what a model reads.
+always for the toy source): `model_text` is what a model reads. A link's `tokens` value is
+read by `tokens.tokens_from_link` (a text without spaces as pasted text is: a Chinese
+sentence becomes its words); when it is the text as typed, the link carries no `text`, and a
+link without one gives a model its `tokens` value as the text. Links made before read the same.
 
 Which real model: `source="pretrained"` with `model` "" (the bundled all-MiniLM-L6-v2, what
 links made before `model` existed open) or a local folder path / Hugging Face id, given to
@@ -110,11 +112,17 @@ class AttentionSpec:
 
     def to_query(self) -> dict[str, str]:
         """Every field as a string; tokens space-joined when that is unambiguous, else JSON;
-        text only when there is one."""
+        text only when there is one. A text that reads back as a link's tokens value into the
+        tokens (a Chinese sentence as typed, "Wait, what") is written as that value alone."""
         query = {}
+        merged = bool(self.text) and _reads_as(self.text, self.tokens)
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in OPTIONAL:
+            if f.name == "text" and merged:
+                continue
+            if f.name == "tokens" and merged:
+                query[f.name] = self.text
+            elif f.name in OPTIONAL:
                 if value:
                     query[f.name] = "1" if value is True else value
             elif f.name == "tokens":
@@ -132,9 +140,7 @@ class AttentionSpec:
         for f in fields(cls):
             if f.name not in params:
                 continue
-            raw = params[f.name]
-            if isinstance(raw, (list, tuple)):  # a repeated key: the last one wins
-                raw = raw[-1] if raw else ""
+            raw = _last(params[f.name])
             try:
                 values[f.name] = _decode(f.name, str(raw), getattr(default, f.name))
             except UserError as err:
@@ -142,6 +148,9 @@ class AttentionSpec:
             except (ValueError, OverflowError):
                 problems.append(UserError("errors.url_param", name=f.name,
                                           detail=UserError("errors.not_a_value", raw=str(raw)[:40])))
+        raw_tokens = values.get("tokens") and str(_last(params["tokens"]))
+        if "text" not in params and raw_tokens and not raw_tokens.lstrip().startswith("["):
+            values["text"] = raw_tokens       # the tokens value is the text as typed
         spec = replace(default, **values)
         try:
             spec.validate()
@@ -156,6 +165,20 @@ class AttentionSpec:
         for problem in problems:
             warnings.warn(str(problem), SpecWarning, stacklevel=2)
         return spec
+
+
+def _last(raw: object) -> object:
+    """A repeated key's values: the last one wins."""
+    if isinstance(raw, (list, tuple)):
+        return raw[-1] if raw else ""
+    return raw
+
+
+def _reads_as(text: str, tokens: tuple[str, ...]) -> bool:
+    try:
+        return not text.lstrip().startswith("[") and tokens_from_link(text) == list(tokens)
+    except UserError:
+        return False
 
 
 def check_model(model: object) -> str:

@@ -18,7 +18,7 @@ SEGMENTED = {"chinese": "words", "characters": "characters"}  # format -> segmen
 # The comma format also splits on the full-width comma, the enumeration comma and the
 # full-width semicolon, as Chinese text writes its lists.
 _COMMAS = re.compile(r"[,，、；]")
-LINK_FORMAT = "whitespace"  # how a share link's tokens are written when they need no JSON
+LINK_FORMAT = "link"  # tokens_to_text's format for a link's `tokens` value (tokens_from_link)
 _COMMA = re.compile(",")           # what "auto" takes for a comma in text without Chinese
 
 # Control characters (NUL, bell, ...) are dropped; zero-width joiners and RTL marks are kept.
@@ -123,16 +123,17 @@ def parse_tokens(text: str, fmt: str = "auto", *, max_tokens: int = MAX_TOKENS) 
 
 
 def tokens_to_text(tokens, fmt: str = "auto") -> str:
-    """Text that parse_tokens(text, fmt) turns back into exactly these tokens: the tokens
-    joined by spaces when that reads back and does not open with "[", else a JSON list.
+    """Text that reads back into exactly these tokens: the tokens joined by spaces when that
+    reads back and does not open with "[", else a JSON list. Read back by
+    parse_tokens(text, fmt), or by tokens_from_link for fmt=LINK_FORMAT.
 
     The one token encoder: the sidebar's text box ("auto") and the share link
-    (spec.to_query, "whitespace"; a link's value opening with "[" is read as JSON, see
-    tokens_from_link); links written before both used it read back the same."""
+    (spec.to_query, LINK_FORMAT)."""
     tokens = list(tokens)
     plain = " ".join(tokens)
     try:
-        if not plain.startswith("[") and parse_tokens(plain, fmt) == tokens:
+        read = tokens_from_link(plain) if fmt == LINK_FORMAT else parse_tokens(plain, fmt)
+        if not plain.startswith("[") and read == tokens:
             return plain
     except TokenError:
         pass
@@ -140,6 +141,18 @@ def tokens_to_text(tokens, fmt: str = "auto") -> str:
 
 
 def tokens_from_link(text: str) -> list[str]:
-    """The tokens of a link's `tokens` value (tokens_to_text(tokens, LINK_FORMAT)): a JSON
-    list if it opens with "[", else split on whitespace."""
-    return parse_tokens(text, "json" if text.lstrip().startswith("[") else LINK_FORMAT)
+    """The tokens of a link's `tokens` value: a JSON list if it opens with "["; split on
+    whitespace if it has any (how the app has always written a list of tokens, so every link
+    it made reads back the same, and how a hand-made list reads: "猫 坐 在"); otherwise read
+    as pasted text is ("auto"): a sentence written without spaces, as Chinese is, becomes its
+    words, and "a,b,c" three tokens (a one-token link the app made before, "a,b" or "猫坐",
+    now reads so too; the app writes such a token as JSON)."""
+    stripped = text.strip()
+    if stripped.startswith("["):
+        return parse_tokens(text, "json")
+    if len(stripped.split()) > 1:
+        return parse_tokens(text, "whitespace")
+    try:
+        return parse_tokens(text)
+    except TokenError:            # "," alone: no token as pasted text, one in a link
+        return parse_tokens(text, "whitespace")

@@ -2,15 +2,12 @@
 
 Long inputs get a pooled overview plus a full-resolution zoom window (attention/ui/views/heatmap.py).
 """
-import streamlit as st
-
-from attention.ui.views.heatmap import draw_explanation, draw_spec_heatmap
+from attention.ui.views.heatmap import draw_explanation, draw_intro, draw_spec_heatmap
 from attention.ui.entry import page_setup
-from attention.ui.text import t
 
 page = page_setup("nav.heatmap")
 spec = page.spec
-st.caption(t("heatmap.intro"))
+draw_intro(spec)
 page.view(draw_spec_heatmap, spec, key_prefix="hm")   # a view click reruns only this
 draw_explanation()
 page.finish()

@@ -105,7 +105,11 @@ def test_the_toy_source_still_reads_a_comma_list():
     at.sidebar.text_area(key="in_text").input("Wait, what").run()
     assert not at.exception
     assert at.dataframe[0].value.iloc[:, 1].tolist() == ["Wait", "what"]
-    assert "text" not in at.query_params
+    spec = AttentionSpec.from_query(dict(at.query_params))
+    assert spec.tokens == ("Wait", "what") and spec.text == ""     # the toy reads no text
+    again = run_page("app.py", **dict(at.query_params))        # the link: the box as typed
+    assert again.sidebar.text_area(key="in_text").value == "Wait, what"
+    assert again.dataframe[0].value.iloc[:, 1].tolist() == ["Wait", "what"]
 
 
 def _pieces(at) -> list[str]:

@@ -8,12 +8,13 @@ import warnings
 from urllib.parse import parse_qsl, urlencode
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from attention.spec import (LIMITS, MAX_CELLS, SOURCES, AttentionSpec, SpecError,
                             SpecWarning)
-from attention.tokens import LINK_FORMAT, MAX_TOKENS, tokens_to_text
+from attention.tokens import (LINK_FORMAT, MAX_TOKENS, parse_tokens, tokens_from_link,
+                              tokens_to_text)
 from tests.test_tokens import valid_token as token
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -82,6 +83,10 @@ def _old_link_tokens(tokens):
 @settings(max_examples=200, deadline=None)
 @given(tokens=st.lists(token | awkward, min_size=1, max_size=30).map(tuple))
 def test_links_made_before_the_shared_encoder_open_the_same_view(tokens):
+    # One token that pasted text splits ("猫坐", "a,b") is the exception: a link's value
+    # without spaces is read as pasted text (a Chinese sentence as typed becomes its words).
+    assume(len(tokens) > 1 or _old_link_tokens(tokens).startswith("[")
+           or tokens_from_link(tokens[0]) == list(tokens))
     spec = AttentionSpec(tokens=tokens)
     old = {**spec.to_query(), "tokens": _old_link_tokens(tokens)}
     assert no_warnings(AttentionSpec.from_query, old) == spec
@@ -237,3 +242,27 @@ def test_bad_model_names_are_refused_with_a_sentence(model, key):
     with pytest.raises(SpecError) as err:
         AttentionSpec(source="pretrained", model=model).validate()
     assert err.value.key == key
+
+
+def test_a_hand_written_chinese_link_reads_as_pasted_text():
+    """Issue 44, item 5: `?tokens=<a sentence as typed>` is the words the box would make."""
+    typed = "我昨天在图书馆借了三本关于历史的书。"
+    spec = no_warnings(AttentionSpec.from_query, {"tokens": typed})
+    assert spec.tokens == tuple(parse_tokens(typed)) and len(spec.tokens) == 12
+    pretrained = no_warnings(AttentionSpec.from_query, {"tokens": typed, "source": "pretrained"})
+    assert pretrained.model_text == typed          # a model reads it as typed
+    assert pretrained.to_query()["tokens"] == typed and "text" not in pretrained.to_query()
+    assert no_warnings(AttentionSpec.from_query, pretrained.to_query()) == pretrained
+
+
+@pytest.mark.parametrize("link, tokens", [
+    ("the animal didn't cross", ("the", "animal", "didn't", "cross")),
+    ("Hello, world", ("Hello,", "world")),                  # spaces: split on them, as before
+    ("我 昨天 在 图书馆 借 了", ("我", "昨天", "在", "图书馆", "借", "了")),
+    ("手机 没电 了", ("手机", "没电", "了")),                   # not re-segmented: "没 电"
+    ("a , b", ("a", ",", "b")),
+    (",", (",",)),                                           # no token as pasted: one token
+    ('["New York", "猫坐"]', ("New York", "猫坐")),
+])
+def test_links_the_app_made_before_open_the_same_view(link, tokens):
+    assert no_warnings(AttentionSpec.from_query, {"tokens": link}).tokens == tokens

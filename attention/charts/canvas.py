@@ -42,6 +42,11 @@ TIP_DIGITS = {"raw_score": 3, "scaled_score": 3, "weight": 4, "unscaled_weight":
               "difference": 4}     # decimals a tooltip shows (the Vega tooltips' formats)
 
 
+# Below this the scaled and unscaled weights agree to the tooltip's decimals: the difference
+# panel's legend says "no difference" rather than ticks such as -0.0000010.
+NO_DIFFERENCE = 0.5 * 10.0 ** -TIP_DIGITS["difference"]
+
+
 def _json_values(matrix: np.ndarray, digits: int) -> list:
     """A matrix as nested lists of rounded floats, None where it is NaN (JSON has no NaN)."""
     rounded = np.round(np.asarray(matrix, dtype=np.float64), digits)
@@ -83,7 +88,11 @@ def _panel_legend(value: str, domain: tuple[float, float], lang: str,
     if shared and value == "weight":
         return None
     title = "legend_shared" if shared and value == "unscaled_weight" else f"legend_{value}"
-    return legend(scheme_for(value), domain, _word(lang, title, words))
+    bar = legend(scheme_for(value), domain, _word(lang, title, words))
+    if value == "difference" and domain[1] < NO_DIFFERENCE:   # one token, or d_k = 1
+        middle = bar["colors"][len(bar["colors"]) // 2]
+        bar.update(colors=[middle, middle], ticks=[[0.5, _t(lang, "legend_no_difference")]])
+    return bar
 
 
 def _word(lang: str, key: str, words: Mapping[str, str] | None) -> str:

@@ -215,11 +215,23 @@ def _numbers(base: alt.Chart, value: str, step: float) -> alt.Chart:
                                                          "value": "white"}))
 
 
-def number_labels(values: np.ndarray) -> list[str]:
-    """Each value with 2 decimals and no leading zero (".37", "-.05", "1.00"; a value that
-    rounds to zero is ".00", never "-.00"): what a cell prints."""
-    rounded = np.round(np.asarray(values, dtype=np.float64).ravel(), 2) + 0.0   # -0.0 -> 0.0
-    return [f"{x:.2f}".replace("0.", ".", 1) if abs(x) < 1 else f"{x:.2f}" for x in rounded]
+def label_decimals(values: np.ndarray) -> int:
+    """Decimals a grid's cells print: 2, or as many as give its largest |value| two significant
+    digits (at most 4), so a zoom window of a long input, weights near 1/n, is not all ".00"."""
+    v = np.abs(np.asarray(values, dtype=np.float64))
+    top = float(np.nanmax(v)) if v.size and not np.isnan(v).all() else 0.0
+    if not 0 < top < 0.1:
+        return 2
+    return int(min(4, max(2, 1 - math.floor(math.log10(top)))))
+
+
+def number_labels(values: np.ndarray, decimals: int | None = None) -> list[str]:
+    """Each value with `decimals` (label_decimals of the values if None) and no leading zero
+    (".37", "-.05", "1.00", ".0049"; a value that rounds to zero is ".00", never "-.00"): what
+    a cell prints."""
+    d = label_decimals(values) if decimals is None else decimals
+    rounded = np.round(np.asarray(values, dtype=np.float64).ravel(), d) + 0.0   # -0.0 -> 0.0
+    return [f"{x:.{d}f}".replace("0.", ".", 1) if abs(x) < 1 else f"{x:.{d}f}" for x in rounded]
 
 
 def on_dark(values: np.ndarray, value: str, domain: tuple[float, float]) -> np.ndarray:

@@ -287,7 +287,9 @@ function paint(state, panel, image, index) {
   const sx = data.panel / data.cols, sy = data.panel / data.rows;
   if (panel.numbers) {
     pageFont = pageFont || getComputedStyle(state.root).fontFamily;   // one style read a page
-    ctx.font = `${Math.min(10, sx * 0.55)}px ${pageFont}`;
+    // ".37" fits a cell at 0.55 of its width; a longer label (".0049") gets a smaller font
+    const longest = Math.max(3, ...panel.numbers.map((row) => Math.max(0, ...row.map((t) => t.length))));
+    ctx.font = `${Math.min(10, sx * 0.55, (sx * 1.65) / longest)}px ${pageFont}`;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     panel.numbers.forEach((row, i) => row.forEach((text, j) => {

@@ -15,7 +15,8 @@ from attention.config import BUNDLED_LM
 from attention.errors import UserError
 from attention.text.examples import DEFAULT_TEXT
 from attention.spec import OPTIONAL, AttentionSpec
-from attention.tokens import FORMATS, TokenError, parse, parse_tokens, tokens_to_text
+from attention.tokens import (CONTROL, FORMATS, TokenError, parse, parse_tokens, tokens_from_link,
+                              tokens_to_text)
 from attention.ui.text import LANG_KEY, initial_language
 
 KEY = "in_"            # prefix of every sidebar widget key
@@ -47,7 +48,7 @@ def seed_from_url() -> tuple[UserError, ...]:
         st.session_state[LANG_KEY] = initial_language()
     params = st.query_params.to_dict()
     spec, problems = AttentionSpec.parse_query(params)
-    load_spec(spec)
+    load_spec(spec, typed=params.get("text") or params.get("tokens"))
     typed = DEFAULT_TEXT.get(st.session_state[LANG_KEY])
     if typed and not any(name in params for name in INPUTS):
         st.session_state[TEXT], st.session_state[FMT] = typed, "auto"
@@ -73,28 +74,31 @@ def sidebar_drawn(page: str) -> None:
     st.session_state[PAGE] = page
 
 
-def load_spec(spec: AttentionSpec) -> None:
-    """Put a spec into the sidebar widgets (from a callback, before they are drawn)."""
-    st.session_state[TEXT], st.session_state[FMT] = box_for(spec)
+def load_spec(spec: AttentionSpec, typed: str | None = None) -> None:
+    """Put a spec into the sidebar widgets (from a callback, before they are drawn); `typed`,
+    a link's text as typed, goes into the token box when it gives the spec's tokens."""
+    st.session_state[TEXT], st.session_state[FMT] = box_for(spec, typed)
     for name in SPEC_FIELDS:
         st.session_state[KEY + name] = getattr(spec, name)
     st.session_state[MODEL_PICK] = ("bundled" if not spec.model else "smollm2"
                                     if spec.model == BUNDLED_LM else "own")
 
 
-def box_for(spec: AttentionSpec) -> tuple[str, str]:
+def box_for(spec: AttentionSpec, typed: str | None = None) -> tuple[str, str]:
     """Token box text and format that give back this spec's tokens and text exactly: the text
-    as typed under the first format that splits it into the tokens (a hand-made link whose
-    tokens no format gives: the text still, which is all a model reads), or the tokens."""
-    if not spec.text:
-        return tokens_to_text(spec.tokens), "auto"
-    for fmt in FORMATS:
-        try:
-            if fmt != "json" and parse_tokens(spec.text, fmt) == list(spec.tokens):
-                return spec.text, fmt
-        except TokenError:
-            continue
-    return spec.text, "auto"
+    as typed (the spec's, else `typed`) under the first format that splits it into the tokens
+    (a hand-made link whose tokens no format gives: the spec's text still, which is all a
+    model reads), or the tokens."""
+    for text in dict.fromkeys(filter(None, (spec.text, typed))):
+        for fmt in FORMATS:
+            try:
+                if fmt != "json" and parse_tokens(text, fmt) == list(spec.tokens):
+                    return text, fmt
+            except TokenError:
+                continue
+    if spec.text:
+        return spec.text, "auto"
+    return tokens_to_text(spec.tokens), "auto"
 
 
 def draft_from_widgets() -> Draft:
@@ -124,23 +128,50 @@ def model_choice() -> str:
 
 
 def write_url(spec: AttentionSpec | None, **view: object) -> None:
-    """Put the spec, the language and any page view settings into the address bar."""
-    params = dict(spec.to_query()) if spec is not None else {}
+    """Put the spec, the language and any page view settings into the address bar. An empty
+    token box takes the old input out of it (a reload then opens the default example)."""
+    params = link_query(spec)
     params[LANG_KEY] = st.session_state.get(LANG_KEY, "en")
     params.update({k: str(v) for k, v in view.items()})
     if params != st.query_params.to_dict():
         st.query_params.update(params)
-    if spec is not None:       # a field a link carries only when set (text, model, hide_sinks)
-        for name in OPTIONAL:
-            if name not in params and name in st.query_params:
-                del st.query_params[name]
+    gone = OPTIONAL if spec is not None else INPUTS if not box_text() else ()
+    for name in gone:          # a field a link carries only when set (text, model, hide_sinks)
+        if name not in params and name in st.query_params:
+            del st.query_params[name]
 
 
 def link_params(spec: AttentionSpec | None) -> dict[str, str]:
     """What a link to another page carries so that page opens on the same view."""
-    params = dict(spec.to_query()) if spec is not None else {}
+    params = link_query(spec)
     params[LANG_KEY] = st.session_state.get(LANG_KEY, "en")
     return params
+
+
+def box_text() -> str:
+    return CONTROL.sub("", str(st.session_state.get(TEXT) or "")).strip()
+
+
+def link_query(spec: AttentionSpec | None) -> dict[str, str]:
+    """The spec's query, its input as the token box holds it: a link keeps the text as typed
+    (a Chinese sentence, not its words joined by spaces). A real model's spec carries its text
+    itself; for the toy source the box's text is the `tokens` value when a link reads it back
+    into the same tokens (tokens.tokens_from_link), else a `text` beside them, which only the
+    box reads (seed_from_url)."""
+    if spec is None:
+        return {}
+    query = dict(spec.to_query())
+    typed = box_text()
+    if spec.source != "toy" or not typed or typed == query["tokens"] or typed.startswith("["):
+        return query
+    try:
+        if tokens_from_link(typed) == list(spec.tokens):
+            query["tokens"] = typed
+        elif parse_tokens(typed, st.session_state.get(FMT, "auto")) == list(spec.tokens):
+            query["text"] = typed
+    except TokenError:
+        pass
+    return query
 
 
 # Page view settings live in the URL as <section>_<name>, one prefix per page (a part of its

@@ -137,16 +137,19 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm", menu=
     above and under the charts."""
     n = analysis.n
     blocks = blocks_for(n, OVERVIEW_BLOCKS) if n > DETAIL_MAX else None
-    caption = t("heatmap.compare_caption")  # the long view's notice says what hovering shows
     if options is None:                     # no section bar above: a menu of its own
         with controls_row("center"):
-            if blocks is None:
-                st.caption(caption, width="stretch")
+            slot = st.empty()
             options = options_menu(key_prefix)
-    elif blocks is None:
-        st.caption(caption)
+    else:
+        slot = st.empty()
     shared = menu_setting(options, f"{key_prefix}_shared", st.toggle, default=True, cast=flag,
                           label=t("heatmap.shared"), help=t("heatmap.shared_help"))
+    # which panel is which and whether they share a colour scale; how to hover (the long
+    # view's notice says what hovering shows there)
+    caption = t("heatmap.compare_scales_shared" if shared else "heatmap.compare_scales_own")
+    slot.caption(caption if blocks is not None else f"{caption} {t('heatmap.compare_caption')}",
+                 width="stretch")
     how = _pool_picker(key_prefix, blocks, options)
     if blocks is None:
         cells = _draw_cells(analysis, head, range(n), range(n), key_prefix, shared)
@@ -369,6 +372,16 @@ def _row_picker(tokens: tuple[str, ...], key_prefix: str) -> int:
 
 
 # ---- explanation -------------------------------------------------------------------------------
+
+def draw_intro(spec: AttentionSpec) -> None:
+    """The page's heading for a real model (its name and the layer shown) and what a cell is."""
+    if spec.source == "pretrained":
+        from attention.ui.model import ensure_model
+
+        name = ensure_model(spec.model_source).name
+        st.subheader(t("heatmap.model_layer_title", name=name, layer=spec.layer))
+    st.caption(t("heatmap.intro"))
+
 
 def draw_explanation() -> None:
     """What the heatmap shows and why the scale matters, with the formula."""

@@ -11,6 +11,9 @@ from attention.ui.explain import explanation
 from attention.ui.pages import PAGES
 from attention.ui.text import t
 
+ROW_PX = 35        # a dataframe row's height in Streamlit 1.67 (the header is one more row)
+TABLE_ROWS = 50    # up to this many tokens the table shows every row; longer, it scrolls
+
 
 def draw_input(spec: AttentionSpec, fmt: str) -> None:
     """Everything below the sidebar on the Input page."""
@@ -47,7 +50,10 @@ def draw_input(spec: AttentionSpec, fmt: str) -> None:
         t("input.col_chars"): [len(tok) for tok in tokens],
     })
     st.subheader(t("input.parsed"))
-    st.dataframe(table, hide_index=True, width="stretch", height=min(400, 38 + 35 * len(tokens)))
+    shown = min(len(tokens), TABLE_ROWS)
+    if len(tokens) > shown:
+        st.caption(t("input.table_scrolls", shown=shown, n=len(tokens)))
+    st.dataframe(table, hide_index=True, width="stretch", height=ROW_PX * (shown + 1) + 3)
 
     explanation("input.how_title", [
         ("input.how_embed", r"x_i = e(\text{token}_i) + PE(i), \qquad "

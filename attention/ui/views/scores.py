@@ -28,6 +28,7 @@ from attention.ui.state import view_widget
 from attention.ui.text import lang, t
 
 HEAD_VIEW = "sc_head"    # URL key: sc_<name> on this page (docs/architecture.md)
+ONE_AHEAD_FORMAT = "%.3e"   # the one-logit-ahead table's weights and norms, one format
 METRIC_FORMATS = {"entropy": "{:.3f}", "effective_tokens": "{:.2f}", "max_weight": "{:.3f}",
                   "jacobian_norm": "{:.4f}", "saturated": "{:.1%}"}
 
@@ -49,7 +50,12 @@ FORMULAS = (
 
 def draw_scores(spec: AttentionSpec) -> None:
     """Every section of the page, in order, for the sidebar's spec."""
-    analysis, sweep = cache.analysis(spec), cache.sweep(spec)   # spinners while they compute
+    analysis = cache.analysis(spec)
+    if analysis.n < 2:    # every row is one weight of 1: no spread, no saturation to measure
+        st.info(t("scores.one_token"), icon=":material/info:")
+        draw_why()
+        return
+    sweep = cache.sweep(spec)                                   # spinners while they compute
     d_k = analysis.q.shape[-1]
     head = pick_head(analysis)
     heads = scorestats.head_list(analysis, head)
@@ -166,11 +172,11 @@ def draw_why() -> None:
     why, demo = st.columns([3, 2], gap="large")
     why.markdown(t("scores.why_body"))
     demo.caption(t("scores.one_ahead"))
+    # one number format for both columns: the Jacobian falls to 1e-8 as the weight nears 1
     demo.dataframe(saturation.one_logit_ahead(), hide_index=True, column_config={
         "gap": st.column_config.NumberColumn(t("scores.col_gap"), format="%.0f"),
-        "max_weight": st.column_config.NumberColumn(t("scores.col_max_weight"), format="%.4f"),
-        "jacobian_norm": st.column_config.NumberColumn(t("scores.col_jacobian"),
-                                                       format="scientific"),
+        **{name: st.column_config.NumberColumn(t(f"scores.col_{key}"), format=ONE_AHEAD_FORMAT)
+           for name, key in (("max_weight", "max_weight"), ("jacobian_norm", "jacobian"))},
     })
     explanation("scores.formulas", FORMULAS)
 
