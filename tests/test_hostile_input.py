@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attention.i18n import catalog
+from attention.i18n import catalog, translate
 from attention.spec import AttentionSpec
 from attention.tokens import MAX_INPUT_CHARS, MAX_TOKEN_CHARS, MAX_TOKENS
 from attention.ui.layout import TUCKED_KEY
@@ -372,6 +372,8 @@ def check(case: Case, page: str) -> None:
     # User text is shown literally: the token table and the charts carry the exact tokens...
     if page == INPUT:
         assert at.dataframe[0].value.iloc[:, 1].tolist() == list(case.tokens)
+    elif page == SCORES and len(case.tokens) == 1:   # nothing to compare: a notice, no chart
+        assert [i.value for i in at.info] == [translate(lang, "scores.one_token")]
     elif page in TOKEN_PAGES:
         missing = [tok for tok in case.tokens if not _shows(tok, strings)]
         assert not missing, missing

@@ -45,6 +45,8 @@ VALUES = ("weight", "unscaled_weight", "difference")   # the three panels, left 
 WEIGHT_SCHEME, DIFF_SCHEME = "blues", "redblue"
 PANEL = 250            # px: side of one square panel (three fit a 1400 px window)
 GRID_PANEL = 170       # px: side of one head in the all-heads grid
+LEGEND_TITLE_PAD = 16  # px between a legend's title and its bar: the first tick label ("0.0"),
+                       # centred on the bar's start, must not run into the title ("Weight0.0")
 NUMBERS_MAX = 16       # print the weights in the cells when a side has at most this many cells
 LABEL_CHARS = 12       # axis labels cut long tokens to this many characters
 BOX_COLOR = "#e4572e"  # the zoom window's outline on the overview
@@ -271,7 +273,8 @@ def _color(value: str, scale: alt.Scale, lang: str, shared: bool, legend: bool,
     return alt.Color(f"{value}:Q", scale=scale,
                      legend=alt.Legend(title=text(lang, title), orient="bottom", type="gradient",
                                        direction="horizontal", gradientLength=size * 0.6,
-                                       titleOrient="left", titleBaseline="middle")
+                                       titleOrient="left", titleBaseline="middle",
+                                       titlePadding=LEGEND_TITLE_PAD)
                      if legend else None)
 
 
