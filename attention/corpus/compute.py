@@ -105,7 +105,7 @@ def _forward_group(model, index: list[int], encs: list[dict]) -> Group:
     forward(model.model, batch, state)
     ids = [batch["input_ids"][i, :m].tolist() for i, m in enumerate(lengths)]
     return Group(index=index, ids=ids,
-                 tokens=[list(model.tokenizer.convert_ids_to_tokens(i)) for i in ids],
+                 tokens=[list(model.pieces(i)) for i in ids],
                  weights=torch.stack(state.weights, dim=1),               # (b, layers, heads, n, n)
                  q=torch.stack(state.q, dim=1), k=torch.stack(state.k, dim=1))
 
@@ -216,7 +216,7 @@ def _encoded(model, texts: list[str]) -> tuple[list[Group], list[str]]:
         if enc is not None:
             ids = enc["input_ids"][0].tolist()
             groups.append(Group(index=[i], ids=[ids], weights=None, q=None, k=None,
-                                tokens=[list(model.tokenizer.convert_ids_to_tokens(ids))]))
+                                tokens=[list(model.pieces(ids))]))
     return groups, errors
 
 

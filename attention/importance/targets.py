@@ -101,7 +101,7 @@ def target_of(model: M.LoadedModel, run: M.ModelRun, ids, *, target: str | None 
               mask_at: int | None = None) -> Target:
     """The target of a text from its run (for a masked LM: the run with m masked, i.e.
     model.run(text, mask_at=m)); ids: the text's own ids (before masking)."""
-    piece = model.tokenizer.convert_ids_to_tokens
+    piece = lambda i: model.pieces([i])[0]                             # noqa: E731
     if model.head == "none":
         return Target("embedding", label="cos(e, e(text))")
     if model.is_causal:

@@ -322,7 +322,7 @@ def token_importance(model: M.LoadedModel, texts, *, occlusion: str = "remove",
         run = it.run
         frame = pd.DataFrame({
             "text": index, "position": range(run.n),
-            "token": model.tokenizer.convert_ids_to_tokens(it.ids),
+            "token": list(model.pieces(it.ids)),
             "special": it.special, "unknown": [i == unknown for i in it.ids],
             "occlusion": occ[index].numpy(),
             "gradient": grads[index].numpy(), "integrated_gradients": igs[index][0].numpy(),

@@ -49,6 +49,18 @@ class LoadedModel:
                             n=n, max_n=math.isqrt(config.MAX_WEIGHT_CELLS // (self.layers * self.heads)))
         return enc
 
+    def pieces(self, ids) -> tuple[str, ...]:
+        """The pieces of `ids` as the pages show them. A byte-level BPE vocabulary (GPT-2,
+        LLaMA-3, SmolLM2: "Ġcapital") is shown as the bytes it stands for, a leading space as
+        "␣" and a newline as "↵"; a piece that is part of a character (a Chinese character
+        is often 2-3 pieces) as its bytes in hex, "‹e6 88›"; other vocabularies as the
+        tokenizer names them."""
+        tokens = self.tokenizer.convert_ids_to_tokens([int(i) for i in ids])
+        if not _byte_level(self.tokenizer):
+            return tuple(tokens)
+        special = set(self.special_tokens)
+        return tuple(tok if tok in special else _shown(tok) for tok in tokens)
+
     def check(self, interventions) -> tuple[Intervention, ...]:
         """The interventions as a tuple; UserError for a layer or head the model lacks."""
         out = tuple(interventions)
@@ -87,7 +99,7 @@ class LoadedModel:
         pooled = last[real].mean(dim=0)                                # (hidden,)
         logits = out.logits[0] if self.head != "none" else None        # (n, vocab)
         return ModelRun(
-            tokens=tuple(self.tokenizer.convert_ids_to_tokens(ids.tolist())),
+            tokens=self.pieces(ids.tolist()),
             ids=tuple(ids.tolist()), weights=torch.stack(state.weights),
             logits=logits, embedding=torch.nn.functional.normalize(pooled, dim=0),
             last_hidden=last, q=torch.stack(state.q), k=torch.stack(state.k),
@@ -105,3 +117,37 @@ class LoadedModel:
         return run.v[layer] @ w                                        # (heads, n, hidden)
 
 
+def _byte_level(tokenizer) -> bool:
+    """Whether the tokenizer's pieces are GPT-2's byte-level alphabet ("Ġ" a space)."""
+    try:
+        return tokenizer.convert_tokens_to_string(["Ġa"]) == " a"
+    except Exception:                 # a tokenizer that cannot join an unknown piece
+        return False
+
+
+def _byte_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level alphabet: the character that stands for each byte -> the byte."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+            *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in kept:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
+_BYTES = _byte_alphabet()
+
+
+def _shown(token: str) -> str:
+    """A byte-level piece as the text it stands for (see LoadedModel.pieces)."""
+    if not all(c in _BYTES for c in token):
+        return token
+    raw = bytes(_BYTES[c] for c in token)
+    try:
+        return raw.decode("utf-8").replace(" ", "␣").replace("\n", "↵")
+    except UnicodeDecodeError:
+        return "‹" + " ".join(f"{b:02x}" for b in raw) + "›"

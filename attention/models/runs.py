@@ -150,7 +150,7 @@ def lm_outcome(source: str, text: str, interventions: tuple, *,
     loaded = load_model(source)
     before = run(source, text, mask_at=mask_at)
     after = run(source, text, interventions, mask_at=mask_at)
-    decode = lambda i: loaded.tokenizer.convert_ids_to_tokens(int(i))  # noqa: E731
+    decode = lambda i: loaded.pieces([i])[0]                             # noqa: E731
     if loaded.head == "causal_lm":
         position = before.n - 1
         losses = outcomes.loss_table(before.logits, after.logits, before.ids, before.tokens) \
