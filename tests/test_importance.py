@@ -255,9 +255,9 @@ def test_batched_occlusion_equals_one_forward_per_variant(tiny, name, mode, monk
         ids, kind, token, m = it.read, it.target.kind, it.target.token, it.target.at
         base = _hand_target(kind, _hand(eager, ids), token=token, at=m)
         for j in range(len(ids)):
-            if ids[j] in loaded.special_ids or j == m:
+            if j == m:
                 assert np.isnan(values[j].item()), j           # never occluded
-                continue
+                continue                                       # (special pieces are: words off)
             if mode == "remove":
                 other, at = ids[:j] + ids[j + 1:], None if m is None else m - (j < m)
             else:
@@ -274,7 +274,8 @@ def test_every_column_of_several_texts_equals_one_text_at_a_time(tiny, name, mon
     for index, text in enumerate(TEXTS):
         alone = I.token_importance(loaded, [text])
         mine = together[together["text"] == index].reset_index(drop=True)
-        numeric = [c for c in alone.columns if c not in ("text", "token", "target", "special")]
+        numeric = [c for c in alone.columns
+                   if c not in ("text", "token", "target", "special", "unknown")]
         assert list(mine["token"]) == list(alone["token"])
         assert (mine["target"] == alone["target"]).all()
         assert np.allclose(mine[numeric], alone[numeric], atol=1e-5, equal_nan=True)
@@ -290,12 +291,14 @@ def test_token_frame_columns(tiny):
     assert len(frame) == sum(r.n for r in runs)
     layered = [f"{s}_{layer}" for s in ("attention", "rollout", "flow", "norm")
                for layer in range(loaded.layers)]
-    assert list(frame.columns) == ["text", "position", "token", "special", "occlusion",
-                                   "gradient", "integrated_gradients", "ig_gap", *layered,
-                                   "rollout", "flow", "target"]
+    assert list(frame.columns) == ["text", "position", "token", "special", "unknown",
+                                   "occlusion", "gradient", "integrated_gradients", "ig_gap",
+                                   *layered, "rollout", "flow", "target"]
     assert list(frame["special"][:2]) == [True, False] and frame["special"].sum() == 4
-    assert frame.loc[frame["special"], "occlusion"].isna().all()
-    assert frame.loc[~frame["special"], "occlusion"].notna().all()
+    assert frame["occlusion"].notna().all()       # [CLS] and [SEP] too ("Words only" off)
+    unk = loaded.tokenizer.unk_token_id
+    assert list(frame["unknown"]) == [i == unk for t in TEXTS
+                                      for i in loaded.tokenizer(t)["input_ids"]]
     assert (frame["target"] == "cos(e, e(text))").all()
     assert frame.groupby("text")["ig_gap"].nunique().eq(1).all()
     with pytest.raises(ValueError, match="remove"):
