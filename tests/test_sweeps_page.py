@@ -151,3 +151,4 @@ def test_page_without_results_says_so(tmp_path, monkeypatch):
     at = open_page("pages/4_Is_sharper_better.py", timeout=120)
     assert not at.exception
     assert any("No shipped results" in w.value for w in at.warning)
+
