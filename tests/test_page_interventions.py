@@ -86,7 +86,7 @@ def test_causal_lm_unscaled_layer_shows_attention_losses_and_sharpness(tiny):
                                                reduction="none")
     loss_a = torch.nn.functional.cross_entropy(unscaled.logits[0, :-1].double(), ids[1:],
                                                reduction="none")
-    assert float(metrics["Mean loss per token, after (nats)"].value) == pytest.approx(
+    assert float(metrics["Mean loss, after (nats)"].value) == pytest.approx(
         loss_a.mean().item(), abs=1e-4)
     # each piece's loss, before and after, in the chart's data
     [losses] = [f for f in chart_frames(at) if {"when", "loss"} <= set(f)]

@@ -52,7 +52,7 @@ class LoadedModel:
     def pieces(self, ids) -> tuple[str, ...]:
         """The pieces of `ids` as the pages show them. A byte-level BPE vocabulary (GPT-2,
         LLaMA-3, SmolLM2: "Ġcapital") is shown as the bytes it stands for, a leading space as
-        "␣" and a newline as "↵"; a piece that is part of a character (a Chinese character
+        "▁" and a newline as "↵"; a piece that is part of a character (a Chinese character
         is often 2-3 pieces) as its bytes in hex, "‹e6 88›"; other vocabularies as the
         tokenizer names them."""
         tokens = self.tokenizer.convert_ids_to_tokens([int(i) for i in ids])
@@ -148,6 +148,6 @@ def _shown(token: str) -> str:
         return token
     raw = bytes(_BYTES[c] for c in token)
     try:
-        return raw.decode("utf-8").replace(" ", "␣").replace("\n", "↵")
+        return raw.decode("utf-8").replace(" ", "▁").replace("\n", "↵")
     except UnicodeDecodeError:
         return "‹" + " ".join(f"{b:02x}" for b in raw) + "›"

@@ -161,8 +161,9 @@ def draw_causal(source: str, text: str, iv: str, tokens: tuple[str, ...]) -> Non
     output = [_kl(outcome)]
     if table is not None:
         before, after = table["loss_before"].mean(), table["loss_after"].mean()
-        output += [(t("model.iv_loss_before"), f"{before:.4f}", None, None),
-                   (t("model.iv_loss_after"), f"{after:.4f}", f"{after - before:+.4f}", None)]
+        output += [(t("model.iv_loss_before"), f"{before:.4f}", None, t("model.iv_loss_help")),
+                   (t("model.iv_loss_after"), f"{after:.4f}", f"{after - before:+.4f}",
+                    t("model.iv_loss_help"))]
     shown.sharpness_beside_output(outcome.attention, output)
     st.markdown(t("model.iv_next", token=outcome.token))
     _table(outcome.top, ("p_before", "p_before_after", "p_after"))

@@ -31,7 +31,7 @@ def sharpness_beside_output(change, output: list[tuple[str, str, str | None, str
     from before; and `output`'s metrics (label, value, change or None, help or None)."""
     named = change.summary.set_index("heads").loc["named"]
     every = change.summary.set_index("heads").loc["all"]
-    left, right = st.columns(2)
+    left, right = st.columns([2, 3])             # 5 metrics of equal width: no label cut
     with left:
         st.markdown(t("model.iv_sharp_title", count=int(named["count"])))
         cols = st.columns(2)
@@ -46,8 +46,8 @@ def sharpness_beside_output(change, output: list[tuple[str, str, str | None, str
                      h_b=f"{every['entropy_before']:.3f}", h_a=f"{every['entropy_after']:.3f}"))
     with right:
         st.markdown(t("model.iv_output_title"))
-        cols = st.columns(len(output))
-        for col, (label, value, delta, help_text) in zip(cols, output):
+        cols = st.columns(3) if len(output) > 1 else [st.container()]
+        for col, (label, value, delta, help_text) in zip(cols, output[:3]):
             col.metric(label, value, delta=delta, delta_color="inverse", help=help_text)
 
 
