@@ -38,8 +38,8 @@ from bench.servers import shared_servers
 from bench.timing import print_table, row
 
 MODULES = ["core", "analysis", "threads", "apptest_rerun", "browser_heatmap", "renders",
-           "cold_link", "pretrained", "models", "experiment", "importance", "memory", "qkmap", "corpus",
-           "sweeps"]
+           "cold_link", "pretrained", "models", "smollm2", "experiment", "importance",
+           "memory", "qkmap", "corpus", "sweeps"]
 
 
 def _takes_quick(fn) -> bool:

