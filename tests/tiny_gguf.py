@@ -15,15 +15,9 @@ MERGES = ("Ġ t", "h e", "Ġt he", "Ġ c", "a t", "Ġc at", "Ġ s", "Ġs at", "�
 
 def _byte_chars() -> list[str]:
     """GPT-2's printable stand-in for each byte (the byte-level BPE alphabet)."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-            *range(ord("®"), ord("ÿ") + 1)]
-    chars, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            chars[b] = chr(b)
-        else:
-            chars[b] = chr(256 + extra)
-            extra += 1
+    from attention.models.loaded import _BYTES
+
+    chars = {b: c for c, b in _BYTES.items()}
     return [chars[b] for b in range(256)]
 
 

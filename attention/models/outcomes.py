@@ -38,11 +38,19 @@ def kl_divergence(before: torch.Tensor, after: torch.Tensor) -> float:
     return float((p.exp() * (p - q)).sum().clamp_min(0.0))
 
 
+LOSS_ROWS = 32      # rows of logits per float64 log-softmax (32 x 49,152 x 8 bytes: 12.6 MB)
+
+
 def token_losses(logits: torch.Tensor, ids: Sequence[int]) -> torch.Tensor:
-    """-ln P(token i+1 | tokens <= i) for i = 0..n-2: logits (n, vocab), ids (n,) -> (n-1,)."""
+    """-ln P(token i+1 | tokens <= i) for i = 0..n-2: logits (n, vocab), ids (n,) -> (n-1,).
+    LOSS_ROWS rows at a time: the whole (n-1, vocab) in float64 is 99 MB for SmolLM2 at 252
+    pieces, made twice per outcome."""
     targets = torch.as_tensor(list(ids)[1:], dtype=torch.long)          # (n-1,)
-    lp = log_probs(logits[:-1])                                          # (n-1, vocab)
-    return -lp.gather(1, targets.unsqueeze(1)).squeeze(1)
+    parts = []
+    for start in range(0, len(targets), LOSS_ROWS):
+        lp = log_probs(logits[start:min(start + LOSS_ROWS, len(targets))])  # (rows, vocab)
+        parts.append(-lp.gather(1, targets[start:start + LOSS_ROWS].unsqueeze(1)).squeeze(1))
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64)
 
 
 def compare_top(before: torch.Tensor, after: torch.Tensor, decode: Callable[[int], str],
