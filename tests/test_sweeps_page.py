@@ -59,7 +59,7 @@ def test_answer_says_what_the_numbers_show():
     assert len(answer) <= 3
     assert "sharper" in answer[0] and "worse" in answer[0] and "40 texts" in answer[0]
     # 5 sharper settings (none, 0.25, 0.5, 0.75, sinks) all worse; 5 flatter, 1.5 better
-    assert "of the 5 settings that make attention sharper than trained, 5 make the model worse" \
+    assert "Sharper is not better: of the 5 settings that make attention sharper than trained, 5 make the model worse" \
         in answer[1]
     assert "4 are worse and 1 better" in answer[1]
     assert answer[2].startswith("A setting other than the trained one is better: τ = 1.5 in every layer")
@@ -151,4 +151,3 @@ def test_page_without_results_says_so(tmp_path, monkeypatch):
     at = open_page("pages/4_Is_sharper_better.py", timeout=120)
     assert not at.exception
     assert any("No shipped results" in w.value for w in at.warning)
-

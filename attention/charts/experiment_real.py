@@ -81,7 +81,9 @@ def layer_chart(layers: pd.DataFrame, family: str, lang: str) -> alt.LayerChart:
     x = alt.X("layer:O", title=_t(lang, "axis_layer"))
     y = alt.Y("d_nll:Q", title=_t(lang, "axis_dnll"))
     colour = alt.Color("tau:N", title=_t(lang, "axis_tau") if family == "tau" else None,
-                       legend=alt.Legend(orient="top") if family == "tau" else None)
+                       legend=alt.Legend(orient="top") if family == "tau" else None,
+                       scale=alt.Scale(domain=list(TAU_COLORS), range=list(TAU_COLORS.values()))
+                       if family == "tau" else alt.Scale(range=[OTHER]))
     offset = alt.XOffset("tau:N") if family == "tau" else alt.XOffset()
     base = alt.Chart(data)
     tips = [alt.Tooltip("layer:O"), alt.Tooltip("tau:N", title=_t(lang, "axis_tau")),

@@ -78,7 +78,10 @@ def answer(g: pd.DataFrame, model: str, lang: str) -> list[str]:
     sharper = others[others["max_weight"] > base["max_weight"]]
     flatter = others[others["max_weight"] <= base["max_weight"]]
     count = lambda t, v: int((t.apply(verdict, axis=1) == v).sum()) if len(t) else 0  # noqa: E731
-    out.append(_t(lang, "sharper_count", sharper=len(sharper), s_worse=count(sharper, "worse"),
+    s_worse, s_better = count(sharper, "worse"), count(sharper, "better")
+    lead = "neither" if s_worse == len(sharper) and count(flatter, "worse") == len(flatter) \
+        else "not" if s_worse > s_better else "yes" if s_better > s_worse else "mixed"
+    out.append(_t(lang, "sharper_count", lead=_t(lang, f"lead_{lead}"), sharper=len(sharper), s_worse=count(sharper, "worse"),
                   s_better=count(sharper, "better"), flatter=len(flatter),
                   f_worse=count(flatter, "worse"), f_better=count(flatter, "better"),
                   texts=int(base["texts"])))
