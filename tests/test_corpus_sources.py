@@ -296,7 +296,12 @@ def test_a_long_or_strange_user_string_is_quoted_short_and_visible():
 
 def test_digest_names_exactly_the_texts():
     texts = ["one text", "another text", "a third"]
-    assert digest(texts) == hashlib.sha256("one text\nanother text\na third".encode()).hexdigest()
+    framed = b"".join(len(t.encode()).to_bytes(8, "little") + t.encode() for t in texts)
+    assert digest(texts) == hashlib.sha256(framed).hexdigest()
+    # joined by newlines these two lists are one string: framed, they are two corpora
+    assert digest(["a\nb", "c"]) != digest(["a", "b\nc"])
+    assert digest(["ab", ""]) != digest(["a", "b"]) != digest(["", "ab"]) != digest(["ab"])
+    assert digest([]) != digest([""])
     assert re.fullmatch(r"[0-9a-f]{64}", digest(texts))
     assert digest(list(texts)) == digest(texts)
     assert digest(["one text", "another text", "a third."]) != digest(texts)

@@ -320,11 +320,9 @@ def test_layer_agreement_is_the_mean_of_per_text_spearman(tiny):
     assert words.loc[(1, "rollout", "occlusion"), "spearman"] == pytest.approx(expected)
 
 
-def test_spearman_and_ranking_accuracy_by_hand():
+def test_spearman_by_hand():
     assert I.spearman([1, 2, 3, 4], [10, 20, 30, 25]) == pytest.approx(0.8)
     assert np.isnan(I.spearman([1, 1, 1], [1, 2, 3]))
-    # paraphrase sims .9 .5; non .6 .1: of 4 comparisons 3 are right
-    assert I.ranking_accuracy([0.9, 0.5, 0.6, 0.1], [1, 1, 0, 0]) == pytest.approx(0.75)
 
 
 def test_pruning_and_temperature_metric_equal_unpadded_runs(tiny):
@@ -358,15 +356,23 @@ def test_pruning_and_temperature_metric_equal_unpadded_runs(tiny):
     assert (low > high).all()                     # sharper at lower temperature
 
 
-def test_sentence_model_metric_is_ranking_accuracy_on_the_pairs(tiny):
+def test_sentence_model_metric_is_retrieval_on_the_bundled_pairs(tiny):
+    from attention.corpus import pairs
+
     loaded = _load(tiny, "bert_base")
     eager = _eager(tiny["bert_base"])
-    pairs = I.sentence_pairs()
-    assert len(pairs.label) == 40 and sum(pairs.label) == 20
+    bundled = pairs("bundled:en")
     value, _ = I.Metric(loaded, TEXTS)()
 
     def e(text):
         return _hand_target("embedding", _hand(eager, I.ids_of(loaded, text)))
 
-    sims = [float(e(a) @ e(b)) for a, b in zip(pairs.first, pairs.second)]
-    assert value == pytest.approx(I.ranking_accuracy(sims, pairs.label), abs=1e-6)
+    emb = torch.stack([e(s) for pair in bundled for s in pair])       # (2N, hidden) unit rows
+    sims = emb @ emb.T
+    hits = []
+    for i in range(len(emb)):
+        p = i ^ 1
+        others = torch.cat([sims[i, :min(i, p)], sims[i, min(i, p) + 1:max(i, p)],
+                            sims[i, max(i, p) + 1:]])
+        hits.append(float(bool((others < sims[i, p]).all())))
+    assert value == pytest.approx(np.mean(hits), abs=1e-6)

@@ -161,7 +161,7 @@ def test_pruning_states_the_full_models_interval_and_the_random_orders():
                             "ci_high": [0.87, 0.86, 0.8, 0.7, 0.6, 0.5],
                             "random_mean": [0.71, 0.6, 0.5, 0.45, 0.4, 0.3],
                             "random_low": 0.2, "random_high": 0.8, "orders": 20,
-                            "metric_name": "ranking_accuracy"})
+                            "metric_name": "retrieval_accuracy"})
     (c,) = conclusions(pruning=pruning)
     text = c.text("en")
     assert "24 of 72" in text and "random orders (mean of 20) 12" in text
@@ -175,7 +175,7 @@ def test_sweep_differences_are_paired_intervals(lang):
                              "metric": [0.77, 0.74, 0.71, 0.69],
                              "diff": [0.06, 0.03, 0.0, -0.02], "diff_low": [low, -0.01, 0, -0.05],
                              "diff_high": [0.123, 0.07, 0, 0.01], "ci_low": 0.5, "ci_high": 0.9,
-                             "max_weight": 0.5, "metric_name": "ranking_accuracy"})
+                             "max_weight": 0.5, "metric_name": "retrieval_accuracy"})
     unclear = _by_key(conclusions(sweep=sweep(-0.005)), lang)
     text = unclear["c_sweep_null"][0]
     assert CANNOT[lang] in text or "无法区分" in text
@@ -189,8 +189,37 @@ def test_pruning_cannot_tell_when_every_head_stays_inside_the_interval(lang):
     pruning = pd.DataFrame({"removed": [0, 36, 72], "metric": [0.71, 0.64, 0.54],
                             "ci_low": [0.52, 0.44, 0.36], "ci_high": [0.87, 0.81, 0.73],
                             "random_mean": [0.71, 0.65, 0.54], "random_low": 0.5,
-                            "random_high": 0.8, "orders": 20, "metric_name": "ranking_accuracy"})
+                            "random_high": 0.8, "orders": 20, "metric_name": "retrieval_accuracy"})
     (c,) = conclusions(pruning=pruning)
     assert c.key == "c_pruning_null"
     text = c.text(lang)
     assert CANNOT[lang] in text and fmt(0.54) in text and fmt(0.52) in text and "72" in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_pruning_and_sweep_follow_min_texts(lang):
+    """A 2-text corpus does not get "sharper heads do better" nor a count of heads: the
+    metric's units (texts of an LM, pairs of a sentence model) and the texts behind the
+    importance order each need MIN_TEXTS."""
+    pruning = pd.DataFrame({"removed": [0, 36, 72], "metric": [-3.0, -4.0, -9.0],
+                            "ci_low": [-3.1, -4.1, -9.1], "ci_high": [-2.9, -3.9, -8.9],
+                            "random_mean": [-3.0, -5.0, -9.0], "random_low": -10,
+                            "random_high": -2, "orders": 20, "units": 2,
+                            "metric_name": "negative_loss"})
+    (c,) = conclusions(pruning=pruning, texts=2)
+    assert c.key == "c_pruning_few" and CANNOT[lang] in c.text(lang)
+    assert "2" in c.text(lang) and str(MIN_TEXTS) in c.text(lang)
+    pairs = pruning.assign(units=320, metric_name="retrieval_accuracy")
+    (c,) = conclusions(pruning=pairs, texts=2)                  # 320 pairs, but 2 texts
+    assert c.key == "c_pruning_few"
+    (c,) = conclusions(pruning=pairs, texts=MIN_TEXTS)
+    assert c.key == "c_pruning"
+    sweep = pd.DataFrame({"layer": 0, "tau": [0.5, 1.0, 2.0], "metric": [-2.0, -3.0, -3.5],
+                          "diff": [1.0, 0.0, -0.5], "diff_low": [0.9, 0.0, -0.6],
+                          "diff_high": [1.1, 0.0, -0.4], "ci_low": -4, "ci_high": -1,
+                          "max_weight": 0.5, "units": 2, "metric_name": "negative_loss"})
+    (c,) = conclusions(sweep=sweep)
+    assert c.key == "c_sweep_few" and CANNOT[lang] in c.text(lang)
+    assert ("2 texts" in c.text(lang)) if lang == "en" else ("2 段文本" in c.text(lang))
+    (c,) = conclusions(sweep=sweep.assign(units=MIN_TEXTS))
+    assert c.key == "c_sweep_sharper"

@@ -65,7 +65,7 @@ class Label:
     mean: bool = False
 
     def text(self, lang: str) -> str:
-        if self.method.startswith("metric_"):
+        if self.method.startswith(("metric_", "unit_")):
             return translate(lang, f"importance.{self.method}")
         name = translate(lang, f"importance.method_{self.method}") \
             if _known(lang, self.method) else self.method
@@ -226,9 +226,10 @@ def sharpness_conclusions(sharp: pd.DataFrame, texts: int) -> list[Conclusion]:
     return out
 
 
-def pruning_conclusions(pruning: pd.DataFrame) -> list[Conclusion]:
+def pruning_conclusions(pruning: pd.DataFrame, texts: int | None = None) -> list[Conclusion]:
     """How many heads go, least important first, before the metric leaves the full model's
-    own interval; the same for the random orders' mean."""
+    own interval; the same for the random orders' mean. Fewer than MIN_TEXTS units of the
+    metric (`units`: pairs or texts) or texts behind the importance order: cannot tell."""
     rows = pruning.sort_values("removed")
     full = rows.iloc[0]
     total = int(rows["removed"].iloc[-1])
@@ -243,8 +244,12 @@ def pruning_conclusions(pruning: pd.DataFrame) -> list[Conclusion]:
         return k
 
     own = kept(rows["metric"])
-    key = "c_pruning_null" if own >= total else "c_pruning"
+    units = int(full["units"]) if "units" in rows and not _nan(full["units"]) else MIN_TEXTS
+    few = min(units, MIN_TEXTS if texts is None else texts) < MIN_TEXTS
+    key = "c_pruning_few" if few else "c_pruning_null" if own >= total else "c_pruning"
     return [Conclusion(key, (
+        ("units", str(units)), ("texts", str(texts if texts is not None else units)),
+        ("min", str(MIN_TEXTS)), ("unit", Label("unit_" + str(full["metric_name"]))),
         ("kept", str(own)), ("random_kept", str(kept(rows["random_mean"]))),
         ("total", str(total)), ("full", fmt(full["metric"])), ("low", fmt(full["ci_low"])),
         ("high", fmt(full["ci_high"])), ("orders", str(int(full.get("orders", 0)))),
@@ -253,6 +258,8 @@ def pruning_conclusions(pruning: pd.DataFrame) -> list[Conclusion]:
 
 
 def sweep_conclusions(sweep: pd.DataFrame) -> list[Conclusion]:
+    """Per layer, the best and worst temperature against tau = 1, paired; fewer than
+    MIN_TEXTS units of the metric (`units`: pairs or texts): cannot tell."""
     out = []
     for layer, rows in sweep.groupby("layer"):
         rows = rows[rows["tau"] != 1.0]
@@ -265,8 +272,12 @@ def sweep_conclusions(sweep: pd.DataFrame) -> list[Conclusion]:
                   ("high", fmt(best["diff_high"])), ("worst_tau", fmt(worst["tau"])),
                   ("worst", fmt(worst["diff"])), ("worst_low", fmt(worst["diff_low"])),
                   ("worst_high", fmt(worst["diff_high"])),
-                  ("metric", Label("metric_" + str(best["metric_name"]))))
-        if best["diff_low"] > 0:
+                  ("metric", Label("metric_" + str(best["metric_name"]))),
+                  ("units", str(int(best["units"]) if "units" in rows else "n/a")),
+                  ("unit", Label("unit_" + str(best["metric_name"]))), ("min", str(MIN_TEXTS)))
+        if "units" in rows and int(best["units"]) < MIN_TEXTS:
+            key = "c_sweep_few"
+        elif best["diff_low"] > 0:
             key = "c_sweep_sharper" if best["tau"] < 1 else "c_sweep_flatter"
         else:
             key = "c_sweep_null"
@@ -288,7 +299,7 @@ def conclusions(agreement=None, faithfulness=None, sharpness=None, pruning=None,
     if sharpness is not None and len(sharpness):
         out += sharpness_conclusions(sharpness, texts)
     if pruning is not None and len(pruning):
-        out += pruning_conclusions(pruning)
+        out += pruning_conclusions(pruning, texts if texts else None)
     if sweep is not None and len(sweep):
         out += sweep_conclusions(sweep)
     return out

@@ -20,7 +20,10 @@ import pyarrow.parquet as pq
 from ..errors import UserError
 
 CORPORA = Path(__file__).resolve().parent.parent / "data" / "corpora"
+PAIRS = CORPORA.parent / "paraphrase_pairs.tsv"   # group, first, second (see its header)
 BUNDLED = ("bundled:en", "bundled:zh")
+PAIR_FORMATS = (".tsv", ".csv")
+MAX_PAIRS = 5_000              # every sentence is compared with every other: (2N)^2 cosines
 FORMATS = (".txt", ".csv", ".jsonl", ".parquet")
 MAX_TEXTS = 100_000            # texts in one file: more is a batch job, not a dashboard run
 MAX_TEXT_CHARS = 2_000         # characters in a text: past a model's context; likely a bad split
@@ -68,9 +71,97 @@ def parse_lines(raw: str) -> list[str]:
     return _checked(UserError("corpus.pasted"), _numbered(raw), "line", MAX_UPLOAD_TEXTS)
 
 
+def pairs(source: str) -> list[tuple[str, str]]:
+    """Paraphrase pairs (sentence, its paraphrase): "bundled:en" (written for the project,
+    with hard negatives: pair_groups), or a two-column .tsv/.csv file on the server (an
+    optional header naming the columns first and second; lines starting with # are notes).
+    "bundled:zh" is refused with the reason: the bundled sentence model cannot read Chinese."""
+    shown, key = _q(source), source.strip().lower()
+    if key == "bundled:zh":
+        raise UserError("corpus.pairs_no_chinese")
+    if key.startswith("bundled:") and key != "bundled:en":
+        raise UserError("corpus.pairs_unknown_bundled", source=shown)
+    path = PAIRS if key == "bundled:en" else Path(source.strip())
+    if path.suffix.lower() not in PAIR_FORMATS:
+        raise UserError("corpus.pairs_format", source=shown, formats=", ".join(PAIR_FORMATS))
+    try:
+        if not path.is_file():
+            raise FileNotFoundError
+        data = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        raise UserError("corpus.not_found", source=shown) from None
+    except OSError:
+        raise UserError("corpus.unreadable", source=shown) from None
+    return [(a, b) for _, a, b in _pair_rows(shown, path.suffix.lower(), data)]
+
+
+def pairs_from_upload(name: str, data: bytes) -> list[tuple[str, str]]:
+    """The pairs of an uploaded .tsv/.csv file's bytes, under the upload's size cap."""
+    shown = _q(name)
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise UserError("corpus.upload_too_big", source=shown, mb=len(data) / 2**20,
+                        limit=MAX_UPLOAD_BYTES // 2**20)
+    ext = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    if ext not in PAIR_FORMATS:
+        raise UserError("corpus.pairs_format", source=shown, formats=", ".join(PAIR_FORMATS))
+    return [(a, b) for _, a, b in _pair_rows(shown, ext, data)]
+
+
+def pair_groups() -> list[str]:
+    """The group of each bundled pair, in pairs("bundled:en") order: pairs sharing a group are
+    hard negatives of each other (most words shared, another meaning); "-" = none."""
+    return [g for g, _, _ in _pair_rows(_q("bundled:en"), ".tsv", PAIRS.read_bytes())]
+
+
+def _pair_rows(shown: str, ext: str, data: bytes) -> list[tuple[str, str, str]]:
+    """(group, first, second) per pair; group "-" where the file has no group column."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise UserError("corpus.encoding", source=shown,
+                        line=data[:err.start].count(b"\n") + 1) from None
+    lines = [(n, line) for n, line in _numbered(text) if not line.startswith("#")]
+    try:
+        cells = [(n, [c.strip() for c in row]) for n, line in lines
+                 for row in csv.reader([line], strict=True, **(
+                     {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if ext == ".tsv" else {}))]
+    except csv.Error:
+        raise UserError("corpus.csv_unreadable", source=shown) from None
+    columns = ["first", "second"]
+    if cells and {"first", "second"} <= {c.lower() for c in cells[0][1]}:
+        columns = [c.lower() for c in cells[0][1]]
+        cells = cells[1:]
+    at = [columns.index("first"), columns.index("second")]
+    group = columns.index("group") if "group" in columns else None
+    rows = []
+    for number, row in cells:
+        if len(row) != len(columns):
+            raise UserError("corpus.pairs_cells", source=shown, line=number, cells=len(row),
+                            width=len(columns))
+        first, second = row[at[0]], row[at[1]]
+        if not first or not second:
+            raise UserError("corpus.pairs_empty_cell", source=shown, line=number)
+        if max(len(first), len(second)) > MAX_TEXT_CHARS:
+            raise UserError("corpus.text_too_long", source=shown, number=number,
+                            chars=max(len(first), len(second)), limit=MAX_TEXT_CHARS)
+        rows.append((row[group] if group is not None else "-", first, second))
+    if len(rows) < 2:
+        raise UserError("corpus.pairs_too_few", source=shown, count=len(rows))
+    if len(rows) > MAX_PAIRS:
+        raise UserError("corpus.pairs_too_many", source=shown, count=len(rows), limit=MAX_PAIRS)
+    return rows
+
+
 def digest(texts: list[str]) -> str:
-    """sha256 hex of the texts joined by newlines: names the exact corpus in a run manifest."""
-    return hashlib.sha256("\n".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
+    """sha256 hex naming the exact list of texts (a run manifest's, a results key's): each
+    text framed by its length in bytes (8, little-endian) before its UTF-8 bytes, so no two
+    lists give the same stream (joined by newlines, ["a\\nb", "c"] and ["a", "b\\nc"] would)."""
+    h = hashlib.sha256()
+    for text in texts:
+        data = text.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
 
 
 def _q(value: str) -> str:

@@ -27,7 +27,9 @@ SHIPPED = config.DATA / "importance"
 SHIPPED_CORPUS = "bundled:en"
 PAGE_TEXTS = 40                  # texts of a corpus the page measures (the first ones)
 HEAD_TEXTS = 20                  # of those, the texts head importance is averaged over
-TOKEN_CHUNK, HEAD_CHUNK, ORDER_CHUNK, LAYER_CHUNK = 10, 5, 5, 3     # texts, orders, layers a part
+# texts, orders, layers a part: any sizes give the same frames (tests/test_importance_parts.py),
+# so they are not in the key
+TOKEN_CHUNK, HEAD_CHUNK, ORDER_CHUNK, LAYER_CHUNK = 10, 5, 5, 3
 PRUNING_STEPS = 6                # points of the pruning curve past 0
 N_BOOT = 1000
 SEED = 0
@@ -35,20 +37,20 @@ FRACTIONS = (0.1, 0.2, 0.3, 0.5)
 ORDERS = 20
 
 # The code the frames come from, in the key's order (named by path: importing them would
-# load torch just to read a file).
+# load torch just to read a file), and the sentence pairs a sentence model is measured on.
 _PACKAGE = Path(__file__).resolve().parent.parent                      # attention/
 SOURCES = tuple(_PACKAGE / name for name in (
     "importance/batch.py", "importance/targets.py", "importance/tokens.py",
     "importance/heads.py", "importance/agreement.py", "importance/faithfulness.py",
     "importance/curves.py", "measures/rank.py", "measures/rollout.py", "measures/flow.py",
-    "measures/heads.py", "importance/shipped.py", "files/importance_cache.py"))
+    "measures/heads.py", "measures/retrieval.py", "importance/shipped.py",
+    "files/importance_cache.py", "data/paraphrase_pairs.tsv"))
 Progress = Callable[[float, str], None]          # (fraction done, stage)
 
 
 def settings(source: str, texts) -> dict:
     return {"model": source, "digest": digest(list(texts)), "texts": len(texts),
-            "head_texts": HEAD_TEXTS, "chunks": [TOKEN_CHUNK, HEAD_CHUNK, ORDER_CHUNK],
-            "steps": PRUNING_STEPS,
+            "head_texts": HEAD_TEXTS, "steps": PRUNING_STEPS,
             "n_boot": N_BOOT, "seed": SEED, "fractions": list(FRACTIONS), "orders": ORDERS}
 
 
@@ -68,8 +70,7 @@ def fixed_key(source: str) -> str:
     """The key of the parts that do not depend on the corpus (shipped.FIXED) for a model."""
     return diskcache.fingerprint(SOURCES, {"model": source, "part": "fixed",
                                            "steps": PRUNING_STEPS, "n_boot": N_BOOT,
-                                           "seed": SEED, "orders": ORDERS,
-                                           "chunks": [ORDER_CHUNK, LAYER_CHUNK]})
+                                           "seed": SEED, "orders": ORDERS})
 
 
 def fixed_path(source: str, directory: Path | None = None) -> Path:

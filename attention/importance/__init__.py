@@ -3,7 +3,7 @@
     token_importance(model, texts, *, occlusion="remove", target=None, mask_at=None)
                                    -> DataFrame, one row per (text, piece)     (tokens.py)
     head_importance(model, texts)  -> DataFrame, one row per (layer, head)     (heads.py)
-    pruning_curve, temperature_sweep, Metric, sentence_pairs                   (heads.py)
+    pruning_curve, temperature_sweep, Metric (paraphrase retrieval or loss)    (heads.py)
     layer_agreement(tokens)        -> Spearman per layer, score and method     (tokens.py)
     agreement(table), faithfulness(model, texts)   intervals, null bands, ERASER
                                                    (agreement.py, faithfulness.py)
@@ -26,10 +26,9 @@ from attention.importance.agreement import agreement
 from attention.importance.batch import (BATCH_TOKENS, Batch, attention_modules, batch_of,
                                         chunks, expanded, forward, gated, ids_of, pooled)
 from attention.importance.faithfulness import faithfulness
-from attention.importance.heads import (PAIRS_FILE, TAUS, Metric, Pairs, head_ablation,
-                                        head_gradient, head_importance, mean_outputs,
-                                        per_layer, pruning_curve, ranking_accuracy,
-                                        sentence_pairs, temperature_sweep, token_nll)
+from attention.importance.heads import (TAUS, Metric, head_ablation, head_gradient,
+                                        head_importance, mean_outputs, per_layer,
+                                        pruning_curve, temperature_sweep, token_nll)
 from attention.importance.targets import Target, change, target_of
 from attention.importance.tokens import (MAX_PIECES, MAX_TOTAL_PIECES, METHODS, N_STEPS,
                                          SCORES, Item, attention_scores, check_texts,
@@ -40,11 +39,10 @@ from attention.measures.rank import spearman
 
 __all__ = [
     "agreement", "faithfulness", "token_importance", "head_importance", "layer_agreement",
-    "pruning_curve", "temperature_sweep", "Metric", "Pairs", "sentence_pairs",
-    "ranking_accuracy", "spearman", "Target", "change", "target_of", "Item", "item",
+    "pruning_curve", "temperature_sweep", "Metric", "spearman", "Target", "change", "target_of", "Item", "item",
     "occlude", "gradient_x_input", "integrated_gradients", "attention_scores", "pooled_flow",
     "head_ablation", "head_gradient", "mean_outputs", "per_layer", "token_nll", "check_texts",
     "Batch", "batch_of", "forward", "gated", "expanded", "chunks", "pooled", "ids_of",
     "attention_modules", "BATCH_TOKENS", "MAX_PIECES", "MAX_TOTAL_PIECES", "N_STEPS",
-    "SCORES", "METHODS", "TAUS", "PAIRS_FILE",
+    "SCORES", "METHODS", "TAUS",
 ]

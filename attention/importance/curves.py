@@ -5,14 +5,14 @@ temperature sweep's paired differences, and head sharpness against importance pe
     paired_sweep(model, texts, layer, taus=TAUS, n_boot=1000, seed=0)
     sharpness_agreement(heads, importance="ablation", sharpness="max_weight", n_boot=1000, seed=0)
 
-The metric is heads.Metric's (a sentence model's ranking accuracy on the project's sentence
-pairs; an LM's minus mean loss over the texts), computed here per unit so it can be
-resampled: the units are the sentence pairs (the accuracy is the AUC of their cosine
-similarities against their labels) or the texts (each text's minus mean loss).
+The metric is heads.Metric's (a sentence model's paraphrase retrieval accuracy over the
+project's sentence pairs; an LM's minus mean loss over the texts), computed here per unit so
+it can be resampled: the units are the sentence pairs (each pair's mean retrieval hit over
+its two sentences, measures.retrieval) or the texts (each text's minus mean loss); the
+metric is the mean of its units, and every row says how many units it rests on (`units`).
 
 Intervals are percentile bootstraps over units with rng = np.random.default_rng(seed),
-idx = rng.integers(0, U, size=(n_boot, U)); a resample without a paraphrase pair or without a
-non-paraphrase pair has no AUC and is left out. Every point of a curve and every tau of a
+idx = rng.integers(0, U, size=(n_boot, U)). Every point of a curve and every tau of a
 sweep is resampled with the same idx, so differences are paired.
 """
 from __future__ import annotations
@@ -35,32 +35,19 @@ STEPS = 12           # points of a pruning curve
 # ---------------------------------------------------------------------------- metric per unit
 
 
-def _auc(sims: np.ndarray, label: np.ndarray) -> np.ndarray:
-    """Rows of resampled similarities (b, U) with their labels (b, U) -> (b,) AUC, NaN where a
-    row lacks either class (ties count half)."""
-    pos = (label == 1)
-    out = np.full(sims.shape[0], np.nan)
-    for b in range(sims.shape[0]):
-        p, n = sims[b][pos[b]], sims[b][~pos[b]]
-        if len(p) and len(n):
-            d = p[:, None] - n[None, :]
-            out[b] = ((d > 0) + 0.5 * (d == 0)).mean()
-    return out
-
-
 class Units:
     """heads.Metric evaluated per unit: `__call__(gate, interventions)` -> (units (U,), mean
-    max weight per layer); `value(units)` the metric; `boot(units)` (n_boot,) resampled
-    metrics with this object's fixed idx."""
+    max weight per layer); `value(units)` the metric (their mean); `boot(units)` (n_boot,)
+    resampled metrics with this object's fixed idx (the same for every setting: paired)."""
 
-    def __init__(self, model: M.LoadedModel, texts, *, n_boot: int = 1000, seed: int = 0):
-        self.metric = H.Metric(model, texts)
+    def __init__(self, model: M.LoadedModel, texts, *, n_boot: int = 1000, seed: int = 0,
+                 pairs=None):
+        self.metric = H.Metric(model, texts, pairs)
         self.name = self.metric.name
         self.model = model
-        count = len(self.metric.left) if self.name == "ranking_accuracy" else \
-            len(self.metric.batch.ids)
-        self.count = count
-        self.idx = np.random.default_rng(seed).integers(0, count, size=(n_boot, count))
+        self.count = self.metric.count
+        self.idx = np.random.default_rng(seed).integers(0, self.count,
+                                                        size=(n_boot, self.count))
 
     def __call__(self, gate=None, interventions=()) -> tuple[np.ndarray, np.ndarray]:
         return self.metric.units(gate, interventions)
@@ -69,9 +56,6 @@ class Units:
         return self.metric.value(units)
 
     def boot(self, units: np.ndarray) -> np.ndarray:
-        if self.name == "ranking_accuracy":
-            label = np.asarray(self.metric.label)
-            return _auc(units[self.idx], label[self.idx])
         return units[self.idx].mean(axis=1)
 
 
@@ -93,14 +77,16 @@ def _points(count: int, steps: int = STEPS) -> list[int]:
 def pruning_with_band(model: M.LoadedModel, heads: pd.DataFrame, texts, *, by: str = "ablation",
                       orders: int = ORDERS, n_boot: int = 1000, seed: int = 0,
                       steps: int = STEPS, randoms: np.ndarray | None = None,
-                      progress: Callable[[float], None] | None = None) -> pd.DataFrame:
+                      progress: Callable[[float], None] | None = None,
+                      pairs=None) -> pd.DataFrame:
     """Heads removed least important first (`heads[by]` ascending, as heads.pruning_curve),
     and in `orders` random orders (rng default_rng([seed, 3]), one permutation each).
     One row per number removed: removed, metric, ci_low, ci_high (the metric's bootstrap
     interval at that point), random_mean, random_low, random_high (mean and 2.5 / 97.5
-    percentiles of the metric over the random orders), orders, metric_name. randoms: the
-    random orders' metrics (orders, points) when computed apart (random_curves)."""
-    units = Units(model, texts, n_boot=n_boot, seed=seed)
+    percentiles of the metric over the random orders), orders, units, metric_name. randoms: the
+    random orders' metrics (orders, points) when computed apart (random_curves). pairs: a
+    sentence model's pairs (default the bundled set)."""
+    units = Units(model, texts, n_boot=n_boot, seed=seed, pairs=pairs)
     ranked = heads.sort_values(by, kind="stable")[["layer", "head"]].to_numpy()
     shuffles = random_orders(model, orders, seed)
     points = _points(len(ranked), steps)
@@ -130,7 +116,7 @@ def pruning_with_band(model: M.LoadedModel, heads: pd.DataFrame, texts, *, by: s
                      "random_mean": float(values.mean()),
                      "random_low": float(np.percentile(values, 2.5)),
                      "random_high": float(np.percentile(values, 97.5)),
-                     "orders": len(values), "metric_name": units.name})
+                     "orders": len(values), "units": units.count, "metric_name": units.name})
     return pd.DataFrame(rows)
 
 
@@ -144,10 +130,10 @@ def random_orders(model: M.LoadedModel, orders: int, seed: int = 0) -> list[np.n
 
 
 def random_curves(model: M.LoadedModel, texts, which, *, orders: int = ORDERS, seed: int = 0,
-                  steps: int = STEPS) -> np.ndarray:
+                  steps: int = STEPS, pairs=None) -> np.ndarray:
     """The metric of random orders `which` (indices into random_orders) at every point:
     (len(which), points), so the band can be computed in parts."""
-    units = Units(model, texts, n_boot=1, seed=seed)
+    units = Units(model, texts, n_boot=1, seed=seed, pairs=pairs)
     shuffles = random_orders(model, orders, seed)
     points = _points(model.layers * model.heads, steps)
     out = np.empty((len(which), len(points)))
@@ -164,11 +150,11 @@ def random_curves(model: M.LoadedModel, texts, which, *, orders: int = ORDERS, s
 
 
 def paired_sweep(model: M.LoadedModel, texts, layer: int, *, taus=H.TAUS, n_boot: int = 1000,
-                 seed: int = 0) -> pd.DataFrame:
+                 seed: int = 0, pairs=None) -> pd.DataFrame:
     """Every head of `layer` at temperature tau: layer, tau, metric, ci_low, ci_high,
     max_weight, diff (metric - metric at tau = 1), diff_low, diff_high (paired bootstrap:
-    both metrics on the same resampled units), metric_name."""
-    units = Units(model, texts, n_boot=n_boot, seed=seed)
+    both metrics on the same resampled units), units, metric_name."""
+    units = Units(model, texts, n_boot=n_boot, seed=seed, pairs=pairs)
     taus = sorted({float(t) for t in taus} | {1.0})
     got = {}
     for tau in taus:
@@ -186,7 +172,8 @@ def paired_sweep(model: M.LoadedModel, texts, layer: int, *, taus=H.TAUS, n_boot
         rows.append({"layer": int(layer), "tau": tau, "metric": units.value(u),
                      "ci_low": low, "ci_high": high, "max_weight": float(sharp[layer]),
                      "diff": units.value(u) - units.value(base_units),
-                     "diff_low": d_low, "diff_high": d_high, "metric_name": units.name})
+                     "diff_low": d_low, "diff_high": d_high, "units": units.count,
+                     "metric_name": units.name})
     return pd.DataFrame(rows)
 
 

@@ -13,17 +13,12 @@ Each head's output slice at its layer's output projection is multiplied by a gat
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import torch
 import torch.autograd.forward_ad as fwAD
 import torch.nn.functional as F
 
-from attention import config
 from attention import models as M
 from attention.importance import targets as T
 from attention.importance.batch import (Batch, attention_modules, batch_of, chunks, forward,
@@ -32,7 +27,6 @@ from attention.importance.tokens import Item, item
 from attention.measures.heads import head_stats
 
 TAUS = tuple(float(2.0 ** e) for e in np.linspace(-2, 2, 7))   # 0.25 ... 4
-PAIRS_FILE = config.DATA / "sentence_pairs.tsv"
 
 
 def _copies(batch: Batch, c: int) -> Batch:
@@ -60,9 +54,10 @@ def head_ablation(model: M.LoadedModel, it: Item, fill=None) -> torch.Tensor:
     return torch.stack(out).float()                                    # (layers, heads)
 
 
-def mean_outputs(model: M.LoadedModel, items: list[Item]) -> torch.Tensor:
+def mean_outputs(model: M.LoadedModel, items: list) -> torch.Tensor:
     """(layers, heads, d_head): each head's slice at the output projection, averaged over
-    every real position of every text."""
+    every real position of every text (items: Items, or texts)."""
+    items = [it if isinstance(it, Item) else item(model, it) for it in items]
     total = torch.zeros(model.layers, model.heads * model.d_head, dtype=torch.float64)
     count = 0
     batch_box = {}
@@ -115,11 +110,14 @@ def per_layer(importance: torch.Tensor) -> torch.Tensor:
 
 
 def head_importance(model: M.LoadedModel, texts, *, target: str | None = None,
-                    mask_at: int | None = None) -> pd.DataFrame:
+                    mask_at: int | None = None, fill: torch.Tensor | None = None) -> pd.DataFrame:
     """One row per (layer, head): layer, head, ablation, mean_ablation, gradient,
-    gradient_raw, entropy, max_weight (module docstring), each over the texts."""
+    gradient_raw, entropy, max_weight (module docstring), each over the texts. fill: the
+    corpus's mean head outputs (layers, heads, d_head), mean_outputs over every text of the
+    corpus, when `texts` are a part of it (else they are the corpus: computed here), so that
+    parts averaged by their texts equal the whole."""
     items = [item(model, text, target=target, mask_at=mask_at) for text in texts]
-    fill = mean_outputs(model, items)
+    fill = mean_outputs(model, items) if fill is None else fill
     ablation, mean_ablation, grad, entropy, sharp = [], [], [], [], []
     for it in items:
         ablation.append(head_ablation(model, it))
@@ -141,38 +139,6 @@ def head_importance(model: M.LoadedModel, texts, *, target: str | None = None,
 # ---------------------------------------------------------------------------- output metric
 
 
-@dataclass(frozen=True)
-class Pairs:
-    first: tuple[str, ...]
-    second: tuple[str, ...]
-    label: tuple[int, ...]       # 1 = paraphrase, 0 = not
-
-
-@lru_cache(maxsize=1)
-def sentence_pairs(path: str = str(PAIRS_FILE)) -> Pairs:
-    """The project's sentence pairs (attention/data/sentence_pairs.tsv, see its README)."""
-    first, second, label = [], [], []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        a, b, y = line.split("\t")
-        if y == "label":
-            continue
-        first.append(a)
-        second.append(b)
-        label.append(int(y))
-    return Pairs(tuple(first), tuple(second), tuple(label))
-
-
-def ranking_accuracy(similarity, label) -> float:
-    """Share of (paraphrase, non-paraphrase) pairs of pairs in which the paraphrase pair has
-    the higher similarity (ties count half): the ROC AUC of the similarities."""
-    s, y = np.asarray(similarity, dtype=float), np.asarray(label)
-    pos, neg = s[y == 1], s[y == 0]
-    diff = pos[:, None] - neg[None, :]
-    return float(((diff > 0) + 0.5 * (diff == 0)).mean())
-
-
 def token_nll(model: M.LoadedModel, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
     """(b, n) NLL of each token (causal: from the tokens before it; masked: at its own
     position); NaN where a token is not predicted (a causal model's first, padding)."""
@@ -189,54 +155,71 @@ def token_nll(model: M.LoadedModel, logits: torch.Tensor, batch: Batch) -> torch
 
 class Metric:
     """The output metric of the pruning curve and the temperature sweep, higher = better:
-    a sentence model's ranking accuracy on the sentence pairs; an LM's negative mean loss
-    over the texts (every piece it predicts). `__call__(gate, interventions)` also returns
-    the mean max weight per layer (over heads and real query rows)."""
+    a sentence model's paraphrase retrieval accuracy on sentence pairs (`pairs`, default
+    attention.corpus.pairs("bundled:en"); measures.retrieval), an LM's negative mean loss
+    over the texts (every piece it predicts). Its units, which intervals resample, are the
+    pairs (each pair's mean hit over its two sentences) or the texts. `__call__(gate,
+    interventions)` also returns the mean max weight per layer (over heads and real query
+    rows of every sentence or text)."""
 
-    def __init__(self, model: M.LoadedModel, texts) -> None:
+    def __init__(self, model: M.LoadedModel, texts, pairs=None) -> None:
         self.model = model
         if model.head == "none":
-            pairs = sentence_pairs()
-            self.name = "ranking_accuracy"
-            sentences = sorted({*pairs.first, *pairs.second})      # each once
-            where = {text: i for i, text in enumerate(sentences)}
-            self.left = torch.tensor([where[text] for text in pairs.first])
-            self.right = torch.tensor([where[text] for text in pairs.second])
-            self.label = pairs.label
+            if pairs is None:
+                from attention.corpus import pairs as bundled_pairs
+                pairs = bundled_pairs("bundled:en")
+            self.name = "retrieval_accuracy"
+            sentences = [s for pair in pairs for s in pair]            # pair p: rows 2p, 2p + 1
         else:
             self.name = "negative_loss"
             sentences = list(texts)
-        self.batch = batch_of([ids_of(model, s) for s in sentences])
+        self.rows = [ids_of(model, s) for s in sentences]
+        self.count = len(self.rows) // 2 if self.name == "retrieval_accuracy" else len(self.rows)
 
-    def units(self, gate=None, interventions=()) -> tuple[np.ndarray, np.ndarray]:
-        """One forward: the metric's units (float64; the pairs' cosine similarities, or each
-        text's negative mean loss) and the mean max weight per layer."""
-        model, batch = self.model, self.batch
-        sharp = []
+    def units(self, gate=None, interventions=(), *, rr: bool = False):
+        """Forwards in length-sorted chunks: the metric's units (float64 (units,): each pair's
+        mean retrieval hit, or each text's negative mean loss) and the mean max weight per
+        layer; with rr, also each pair's mean reciprocal rank (sentence models)."""
+        from attention.measures.retrieval import retrieval_units
 
-        def grab(_module, _args, out):
-            w = out[1]                                                 # (b, heads, n, n)
-            rows = w.amax(dim=-1).mean(dim=1)                          # (b, n)
-            sharp.append(float(rows[batch.real].mean()))
+        model, rows = self.model, self.rows
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+        sharp_sum = np.zeros(model.layers)
+        real_rows = 0
+        out = [None] * len(rows)
+        for part in chunks(len(rows), max(len(r) for r in rows)):
+            picked = order[part]
+            batch = batch_of([rows[i] for i in picked])
+            sums = []
 
-        hooks = [m.register_forward_hook(grab) for m in attention_modules(model)]
-        try:
-            with torch.no_grad():
-                logits, last = forward(model, batch, gate=gate, interventions=interventions)
-        finally:
-            for h in hooks:
-                h.remove()
-        if self.name == "ranking_accuracy":
-            out = F.normalize(pooled(last, batch.real), dim=-1)
-            units = (out[self.left] * out[self.right]).sum(dim=-1)      # (pairs,)
-        else:
-            units = -token_nll(model, logits, batch).nanmean(dim=1)     # (texts,)
-        return units.double().numpy(), np.asarray(sharp)
+            def grab(_module, _args, got, real=batch.real, sums=sums):
+                w = got[1]                                             # (b, heads, n, n)
+                sums.append(float(w.amax(dim=-1).mean(dim=1)[real].double().sum()))
+
+            hooks = [m.register_forward_hook(grab) for m in attention_modules(model)]
+            try:
+                with torch.no_grad():
+                    logits, last = forward(model, batch, gate=gate, interventions=interventions)
+            finally:
+                for h in hooks:
+                    h.remove()
+            sharp_sum += np.asarray(sums)
+            real_rows += int(batch.real.sum())
+            if self.name == "retrieval_accuracy":
+                got = F.normalize(pooled(last, batch.real), dim=-1)    # (b, hidden)
+            else:
+                got = -token_nll(model, logits, batch).nanmean(dim=1)  # (b,)
+            for i, value in zip(picked, got):
+                out[i] = value
+        values = torch.stack(out).double().numpy()
+        sharp = sharp_sum / real_rows
+        if self.name != "retrieval_accuracy":
+            return (values, sharp, None) if rr else (values, sharp)
+        hit, recip = retrieval_units(values)
+        return (hit, sharp, recip) if rr else (hit, sharp)
 
     def value(self, units: np.ndarray) -> float:
-        """The metric from its units."""
-        if self.name == "ranking_accuracy":
-            return ranking_accuracy(units, self.label)
+        """The metric from its units: their mean."""
         return float(np.mean(units))
 
     def __call__(self, gate=None, interventions=()) -> tuple[float, np.ndarray]:

@@ -8,7 +8,8 @@ are keyed, stored and read (and the constants below) is attention.files.importan
     python scripts/ship_importance.py                 # scripts/ship_importance.py)
 
 `ship` runs the parts of plan() in parallel processes (about 1-10 minutes on 2 shared CPUs);
-`compute` runs the same parts one after another, so both give the same frames.
+`compute` runs the same parts one after another, so both give the same frames, and any part
+sizes give the frames of one whole run (tests/test_importance_parts.py).
 """
 from __future__ import annotations
 
@@ -60,12 +61,13 @@ def compute(source: str, texts, progress: store.Progress | None = None,
     if fixed is not None:
         done.update(unpack_fixed(fixed))
         parts = [j for j in parts if j[1] not in FIXED]
-    for phase in (1, 2):
+    begin = {1: 0.0, 2: 0.7, 3: 0.95}
+    for phase in (1, 2, 3):
         jobs = [j for j in parts if j[0] == phase]
         for i, job in enumerate(jobs):
-            say((0.8 * i / len(jobs)) if phase == 1 else 0.8 + 0.2 * i / len(jobs), job[1])
+            say(begin[phase] + (begin.get(phase + 1, 1.0) - begin[phase]) * i / len(jobs), job[1])
             start = time.perf_counter()
-            done[job[1:3]] = run_job(job, source, texts, done if phase == 2 else None)
+            done[job[1:3]] = run_job(job, source, texts, done if phase > 1 else None)
             if timings is not None:
                 timings[job[1]] = timings.get(job[1], 0.0) + time.perf_counter() - start
         if phase == 1 and free and fixed is None:
@@ -75,7 +77,7 @@ def compute(source: str, texts, progress: store.Progress | None = None,
 
 
 # On a sentence model the pruning band's random orders and the temperature sweep measure the
-# ranking accuracy on the project's sentence pairs (heads.Metric): nothing of the corpus.
+# paraphrase retrieval on the project's sentence pairs (heads.Metric): nothing of the corpus.
 FIXED = ("pruning", "sweep")
 
 
@@ -105,9 +107,10 @@ def work(source: str, texts) -> dict[str, float]:
     model = M.load_model(source, trusted=True)
     n = [len(batch.ids_of(model, text)) for text in texts]
     metric = heads_mod.Metric(model, texts)
-    read = int(metric.batch.real.sum())                           # pieces of one metric pass
+    read = sum(len(r) for r in metric.rows)                       # pieces of one metric pass
     points = len(curves._points(model.layers * model.heads, store.PRUNING_STEPS))
     units = {"tokens": float(sum(n)), "heads": float(sum(n[:store.HEAD_TEXTS])),
+             "means": float(sum(n[:store.HEAD_TEXTS])),
              "faithfulness": float(sum(n)), "order": float(points * read),
              "pruning": float(store.ORDERS * points * read),
              "sweep": float(model.layers * (len(heads_mod.TAUS) + 1) * read)}
@@ -121,7 +124,7 @@ def work(source: str, texts) -> dict[str, float]:
 # 209 s, sweep 69 s, order 16 s, faithfulness 6 s with a forward pass at 7.5 ms a piece on
 # a busy machine). A probe times the forward pass on the server and these turn it into a
 # first estimate; every later run is estimated from the rates of the server's own runs.
-FORWARDS = {"tokens": 90.0, "heads": 55.0, "faithfulness": 10.0, "order": 0.5,
+FORWARDS = {"tokens": 90.0, "heads": 55.0, "means": 1.0, "faithfulness": 10.0, "order": 0.5,
             "pruning": 0.4, "sweep": 0.4}
 
 
@@ -132,7 +135,9 @@ def probe(source: str, texts) -> float:
 
 def plan(source: str, texts) -> list[tuple]:
     """The parts of the computation: (phase, stage, index, argument). Phase 1 needs nothing;
-    phase 2 the token table (faithfulness) and the heads (the importance order)."""
+    phase 2 the token table (faithfulness) and the corpus's mean head outputs (every part of
+    the heads ablates with the same means: parts equal the whole); phase 3 the heads (the
+    importance order of the pruning curve)."""
     model = M.load_model(source, trusted=True)
     for i, text in enumerate(texts):
         n = len(batch.ids_of(model, text))
@@ -150,11 +155,12 @@ def plan(source: str, texts) -> list[tuple]:
     layer_parts = [list(range(s, min(model.layers, s + store.LAYER_CHUNK)))
                    for s in range(0, model.layers, store.LAYER_CHUNK)]
     return ([(1, "tokens", i, p) for i, p in enumerate(token_parts)]
-            + [(1, "heads", i, p) for i, p in enumerate(head_parts)]
+            + [(1, "means", 0, list(range(heads_n)))]
             + [(1, "pruning", i, p) for i, p in enumerate(order_parts)]
             + [(1, "sweep", i, p) for i, p in enumerate(layer_parts)]
+            + [(2, "heads", i, p) for i, p in enumerate(head_parts)]
             + [(2, "faithfulness", i, p) for i, p in enumerate(token_parts)]
-            + [(2, "order", 0, None)])
+            + [(3, "order", 0, None)])
 
 
 def run_job(job: tuple, source: str, texts, done: dict | None = None):
@@ -168,8 +174,11 @@ def run_job(job: tuple, source: str, texts, done: dict | None = None):
         frame = tokens_mod.token_importance(model, [texts[i] for i in arg])
         frame["text"] = frame["text"].map(dict(enumerate(arg)))
         return frame
+    if stage == "means":
+        return heads_mod.mean_outputs(model, [texts[i] for i in arg])
     if stage == "heads":
-        return heads_mod.head_importance(model, [texts[i] for i in arg]).assign(_w=len(arg))
+        return heads_mod.head_importance(model, [texts[i] for i in arg],
+                                         fill=done[("means", 0)]).assign(_w=len(arg))
     if stage == "pruning":
         return curves.random_curves(model, texts, arg, orders=store.ORDERS, seed=store.SEED,
                                     steps=store.PRUNING_STEPS)
@@ -177,10 +186,10 @@ def run_job(job: tuple, source: str, texts, done: dict | None = None):
         return pd.concat([curves.paired_sweep(model, texts, layer, n_boot=store.N_BOOT,
                                               seed=store.SEED)
                           for layer in arg], ignore_index=True)
-    tokens, heads = _tokens(done), _heads(done)
     if stage == "faithfulness":
-        return faith_mod.per_text(model, texts, store.FRACTIONS, tokens, seed=store.SEED,
+        return faith_mod.per_text(model, texts, store.FRACTIONS, _tokens(done), seed=store.SEED,
                                   which=arg)
+    heads = _heads(done)
     randoms = np.concatenate([v for k, v in sorted(done.items()) if k[0] == "pruning"])
     return curves.pruning_with_band(model, heads, texts, orders=store.ORDERS, n_boot=store.N_BOOT,
                                     seed=store.SEED, steps=store.PRUNING_STEPS, randoms=randoms)
@@ -251,10 +260,10 @@ def ship(workers: int = 14) -> Path:
     parts = plan(M.BUNDLED, texts)
     done = {}
     with ProcessPoolExecutor(workers) as pool:
-        for phase in (1, 2):
+        for phase in (1, 2, 3):
             jobs = [j for j in parts if j[0] == phase]
             futures = {j[1:3]: pool.submit(_job, j, M.BUNDLED, texts,
-                                           done if phase == 2 else None) for j in jobs}
+                                           done if phase > 1 else None) for j in jobs}
             done.update({k: f.result() for k, f in futures.items()})
     record = assemble(M.BUNDLED, texts, done)
     path, fixed = store.shipped_path(), store.fixed_path(M.BUNDLED, store.SHIPPED)
