@@ -43,27 +43,37 @@ def load(source: str, *, column: str | None = None, limit: int = MAX_TEXTS) -> l
     if path.suffix.lower() not in FORMATS:
         raise UserError("corpus.unknown_source", source=shown, bundled=", ".join(BUNDLED),
                         formats=", ".join(FORMATS))
-    try:
-        if not path.is_file():                           # a folder, a device, a pipe: no
-            raise FileNotFoundError
-        data = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError, ValueError):   # ValueError: a NUL byte
-        raise UserError("corpus.not_found", source=shown) from None
-    except OSError:
-        raise UserError("corpus.unreadable", source=shown) from None
-    return _texts(shown, path.suffix.lower(), data, column, limit)
+    return _texts(shown, path.suffix.lower(), _read(path, shown), column, limit)
 
 
 def from_upload(name: str, data: bytes, column: str | None = None) -> list[str]:
     """The texts of an uploaded file's bytes (same formats as load), under the upload caps."""
+    shown, ext = _upload(name, data, FORMATS, "corpus.upload_format")
+    return _texts(shown, ext, data, column, MAX_UPLOAD_TEXTS)
+
+
+def _read(path: Path, shown: str) -> bytes:
+    """A file's bytes; a sentence naming the user's string when it is missing or unreadable."""
+    try:
+        if not path.is_file():                           # a folder, a device, a pipe: no
+            raise FileNotFoundError
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, ValueError):   # ValueError: a NUL byte
+        raise UserError("corpus.not_found", source=shown) from None
+    except OSError:
+        raise UserError("corpus.unreadable", source=shown) from None
+
+
+def _upload(name: str, data: bytes, formats: tuple[str, ...], refusal: str) -> tuple[str, str]:
+    """(the name quoted, its extension) of an upload within the size cap and the formats."""
     shown = _q(name)
     if len(data) > MAX_UPLOAD_BYTES:
         raise UserError("corpus.upload_too_big", source=shown, mb=len(data) / 2**20,
                         limit=MAX_UPLOAD_BYTES // 2**20)
     ext = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    if ext not in FORMATS:
-        raise UserError("corpus.upload_format", source=shown, formats=", ".join(FORMATS))
-    return _texts(shown, ext, data, column, MAX_UPLOAD_TEXTS)
+    if ext not in formats:
+        raise UserError(refusal, source=shown, formats=", ".join(formats))
+    return shown, ext
 
 
 def parse_lines(raw: str) -> list[str]:
@@ -84,26 +94,12 @@ def pairs(source: str) -> list[tuple[str, str]]:
     path = PAIRS if key == "bundled:en" else Path(source.strip())
     if path.suffix.lower() not in PAIR_FORMATS:
         raise UserError("corpus.pairs_format", source=shown, formats=", ".join(PAIR_FORMATS))
-    try:
-        if not path.is_file():
-            raise FileNotFoundError
-        data = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError, ValueError):
-        raise UserError("corpus.not_found", source=shown) from None
-    except OSError:
-        raise UserError("corpus.unreadable", source=shown) from None
-    return [(a, b) for _, a, b in _pair_rows(shown, path.suffix.lower(), data)]
+    return [(a, b) for _, a, b in _pair_rows(shown, path.suffix.lower(), _read(path, shown))]
 
 
 def pairs_from_upload(name: str, data: bytes) -> list[tuple[str, str]]:
     """The pairs of an uploaded .tsv/.csv file's bytes, under the upload's size cap."""
-    shown = _q(name)
-    if len(data) > MAX_UPLOAD_BYTES:
-        raise UserError("corpus.upload_too_big", source=shown, mb=len(data) / 2**20,
-                        limit=MAX_UPLOAD_BYTES // 2**20)
-    ext = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    if ext not in PAIR_FORMATS:
-        raise UserError("corpus.pairs_format", source=shown, formats=", ".join(PAIR_FORMATS))
+    shown, ext = _upload(name, data, PAIR_FORMATS, "corpus.pairs_format")
     return [(a, b) for _, a, b in _pair_rows(shown, ext, data)]
 
 
