@@ -2,11 +2,12 @@
 #   make run    set up .venv and start the dashboard on http://localhost:8501
 #   make test   set up .venv (+ test tools and Debian's Chromium) and run every test
 #   make test-fast   everything but the browser and slow tests, in parallel (a few minutes)
+#   make image  the hosted demo's image, attention-explorer:local (Docker or podman; docs/deploy.md)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test test-fast bench bench-quick browser clean
+.PHONY: run test test-fast bench bench-quick browser image clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +46,11 @@ bench: $(VENV)/.dev browser
 # Every benchmark on small sizes (about 2 min on 2 cores): ratios printed, not held.
 bench-quick: $(VENV)/.dev browser
 	$(BIN)/python -m bench --quick
+
+# The hosted demo's image with Docker or podman; where neither runs, podman is installed from
+# Debian, and a local base image is made where no registry answers (scripts/image.sh).
+image:
+	bash scripts/image.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

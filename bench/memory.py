@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import io
-import os
 import shutil
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,14 +37,13 @@ import numpy as np
 from attention.text.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
-from bench.servers import servers
+from bench.servers import Sampler, servers, tree_rss
 from bench.timing import print_table, row
 
 SESSIONS, ROUNDS, N, HEADS = 8, 1, 2048, 12
 BUDGET_GB = 1.5
 PAGE_TIMEOUT = 600_000          # ms: 8 sessions and their 8 renderers share 2 cores
 DEADLINE = 30 * 60              # s for the whole run
-SAMPLE = 0.2                    # s between RSS samples
 APP = '[data-testid="stApp"]'
 MAIN = '[data-testid="stMain"]'
 FIGURE = f'{MAIN} [data-testid="stVegaLiteChart"], {MAIN} .ae-heatmap canvas'   # Vega or canvas
@@ -87,37 +84,6 @@ def upload_files(session: int, rnd: int, n: int = N) -> list[dict]:
     gen = np.random.default_rng(10_000 + 100 * rnd + session)
     return [{"name": f"{name}.npy", "mimeType": "application/octet-stream",
              "buffer": npy(gen.standard_normal((HEADS, n, 64)))} for name in ("q", "k")]
-
-
-def tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants (VmRSS from /proc)."""
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            with open(f"/proc/{p}/status") as f:
-                total += next(int(line.split()[1]) * 1024 for line in f
-                              if line.startswith("VmRSS:"))
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    todo += [int(c) for c in f.read().split()]
-        except (OSError, StopIteration):
-            continue
-    return total
-
-
-class Sampler(threading.Thread):
-    """RSS of the server tree every SAMPLE s until stopped; keeps the peak."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.stop_event, self.peak, self.samples = pid, threading.Event(), 0, 0
-
-    def run(self) -> None:
-        while not self.stop_event.is_set():
-            self.peak = max(self.peak, tree_rss(self.pid))
-            self.samples += 1
-            self.stop_event.wait(SAMPLE)
 
 
 async def settle(page, ready: str) -> bool:

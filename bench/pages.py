@@ -8,6 +8,7 @@ another.
     Tab(browser)                      one page that opens link after link (quick runs)
     HOOK                              a script counting the React renders of a click
     pick(page, label, option)         ms from pointerdown until the rerun has drawn
+    act(page, action)                 the same for any action (a toggle's click, typing)
     pick_counted(page, label, option) pick's ms and the click's React renders (HOOK)
     click_times(browser, url, ...)    several picks on one warm page
     draw_times(browser, url, ...)     the same clicks, timed until the last canvas draw call
@@ -170,12 +171,19 @@ def _choose(page, label: str, option: str):
 def pick(page, label: str, option: str, timeout: float = 300_000) -> float:
     """ms from the pointer going down on `option` of the main area's picker `label` until the
     rerun has drawn (the probe's readiness: idle, no skeleton, every chart drawn)."""
+    return act(page, lambda: _choose(page, label, option).click(), timeout)
+
+
+def act(page, action, timeout: float = 300_000) -> float:
+    """Run `action()` (a click, typing) and wait until the rerun it causes has drawn; ms from
+    the pointer last going down (RUNS' __down) to the first ready frame."""
     seen = page.evaluate("() => window.__msgs")
-    _choose(page, label, option).click()
+    action()
     # ready after the click's messages, and no message since for SETTLE ms (a run's messages
-    # can come in bursts); the time is that of the first ready frame
+    # can come in bursts); the time is that of the first ready frame, after the pointer went
+    # down (a loaded machine can deliver the previous run's last message after the click)
     clicked = page.wait_for_function(
-        f"() => window.__msgs > {seen} && window.__clicked !== undefined"
+        f"() => window.__msgs > {seen} && window.__clicked > window.__down"
         f" && performance.now() - window.__clicked > {SETTLE} && window.__clicked - window.__down",
         timeout=timeout, polling=20)
     return clicked.json_value()

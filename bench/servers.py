@@ -8,16 +8,20 @@ renders.py, memory.py, pretrained.py), and the baseline pages they serve.
     Servers(), servers()              the app's and those pages' servers, started when first
                                       asked for and stopped together
     shared_servers()                  one set for a whole `python -m bench --quick`
+    tree_rss(pid), Sampler(pid)       resident bytes of a server and its children; their peak
 """
 from __future__ import annotations
 
+import os
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WARMUP_ENV = "ATTENTION_EXPLORER_WARMUP"
+SAMPLE = 0.2                    # s between RSS samples (Sampler)
 
 # A bare page: a title, one picker and one small chart the picker changes. The picker is a
 # selectbox (a cold link's page, a head or layer click); ?w=buttons makes it a segmented
@@ -106,6 +110,38 @@ class Servers:
         for srv in self.started.values():
             srv.stop()
         self.tmp.cleanup()
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of a process and all its descendants (VmRSS from /proc)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                total += next(int(line.split()[1]) * 1024 for line in f
+                              if line.startswith("VmRSS:"))
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except (OSError, StopIteration):
+            continue
+    return total
+
+
+class Sampler(threading.Thread):
+    """RSS of the server tree every SAMPLE s until stopped; keeps the peak."""
+
+    def __init__(self, pid: int, every: float = SAMPLE) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every, self.stop_event = pid, every, threading.Event()
+        self.peak = self.samples = 0
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            self.peak = max(self.peak, tree_rss(self.pid))
+            self.samples += 1
+            self.stop_event.wait(self.every)
 
 
 _shared: Servers | None = None

@@ -4,7 +4,9 @@ Space's front matter serves the port the Dockerfile's Streamlit listens on, and 
 own installs (Makefile, CI, dev requirements) use the standard index only."""
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -64,7 +66,7 @@ def test_space_front_matter_builds_the_dockerfile_on_its_port():
     docker = (ROOT / "Dockerfile").read_text()
     assert f"EXPOSE {meta['app_port']}" in docker
     assert f"--server.port={meta['app_port']}" in docker
-    assert "pip install -r requirements-cpu.txt" in docker
+    assert "ARG REQUIREMENTS=requirements-cpu.txt" in docker
 
 
 def test_project_installs_and_ci_never_use_the_cpu_index():
@@ -100,3 +102,85 @@ def test_space_and_make_run_set_the_policy_as_documented():
                    "ATTENTION_EXPLORER_MODEL_MEMORY", "ATTENTION_EXPLORER_RESULTS",
                    "make run", "shared server refuses", "Community Cloud", "Secrets"):
         assert needle in deploy, needle
+
+
+# ---- the Dockerfile, the image script, the benchmark and the docs agree ----------------------
+
+def _cmd() -> list[str]:
+    line = next(l for l in (ROOT / "Dockerfile").read_text().splitlines() if l.startswith("CMD "))
+    return json.loads(line[4:])
+
+
+def test_one_start_command_one_port_everywhere():
+    """The image's CMD is `streamlit run app.py` on the Space's app_port; the benchmark's
+    baseline container, the script's run line and docs/deploy.md use that port; Community
+    Cloud's main file is the same app.py."""
+    cmd = _cmd()
+    port = front_matter(SPACE)["app_port"]
+    assert cmd[:4] == ["python", "-m", "streamlit", "run"] and cmd[4] == "app.py"
+    assert f"--server.port={port}" in cmd and "--server.address=0.0.0.0" in cmd
+    from bench import image
+    bare = _bare_command()
+    assert bare[:4] == cmd[:4] and bare[5:] == cmd[5:]     # the same start, another script
+    script = (ROOT / "scripts" / "image.sh").read_text()
+    deploy = (ROOT / "docs" / "deploy.md").read_text()
+    run_line = f"-p {port}:{port} --read-only --tmpfs /tmp:size=256m --memory 2g"
+    assert run_line in script and run_line in deploy
+    assert "--memory" in image.RUN and image.RUN[image.RUN.index("--memory") + 1] == "2g"
+    assert any(arg.startswith("/tmp:") for arg in image.RUN)
+    assert "main file `app.py`" in (ROOT / "README.md").read_text()
+
+
+def _bare_command() -> list[str]:
+    """The start command bench/image.py gives the baseline container (read from its source,
+    so the test needs no engine)."""
+    text = (ROOT / "bench" / "image.py").read_text()
+    call = re.search(r'\("python", "-m", "streamlit", "run", "[^"]+",\s*"[^"]+", "[^"]+"\)', text)
+    assert call, "bench/image.py starts its bare page with another command"
+    return json.loads("[" + call[0][1:-1] + "]")
+
+
+def test_image_script_uses_the_dockerfiles_base_and_its_requirements_files():
+    """scripts/image.sh reads the default base from the Dockerfile's ARG BASE, passes only
+    the project's own requirements files, and tags what `make image` names."""
+    script = (ROOT / "scripts" / "image.sh").read_text()
+    assert "sed -n 's/^ARG BASE=//p' Dockerfile" in script
+    assert re.findall(r"echo (requirements[\w-]*\.txt)", script) == \
+        ["requirements-cpu.txt", "requirements.txt"]
+    assert "--build-arg \"REQUIREMENTS=$requirements\"" in script
+    assert "--format docker" in script               # podman keeps the HEALTHCHECK
+    make = (ROOT / "Makefile").read_text().split("\nimage:", 1)[1].split("\n\n", 1)[0]
+    assert "scripts/image.sh" in make
+    assert "IMAGE=${IMAGE:-attention-explorer:local}" in script
+    checked = subprocess.run(["bash", "-n", str(ROOT / "scripts" / "image.sh")],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_benchmark_without_an_engine_or_in_a_quick_run_is_one_skipped_row(monkeypatch):
+    """No engine: a row that says why; a quick run (CI): a row that says it builds nothing."""
+    from bench import image
+
+    monkeypatch.setattr(image.shutil, "which", lambda name: None)
+    rows = image.run()
+    assert len(rows) == 1 and rows[0]["name"].startswith("skipped: no container engine")
+    assert rows[0]["ok"] is True
+    monkeypatch.setattr(image, "engine", lambda: ("podman", ""))
+    monkeypatch.setattr(image, "build", lambda *a: (_ for _ in ()).throw(AssertionError("built")))
+    rows = image.run(quick=True)
+    assert len(rows) == 1 and "builds no image" in rows[0]["name"]
+
+
+def test_benchmark_reads_layer_sizes_and_sends_eight_distinct_links():
+    """Layer sizes as both engines print them; the 8 visitors' links all differ, name the
+    two bundled models, and the bare page gets the same clicks in the same order."""
+    from bench import image, visitors
+
+    assert [image._bytes(s) for s in ("1.59 GB", "542MB", "8.7 kB", "0 B", "n/a")] == \
+        [1_590_000_000, 542_000_000, 8_700, 0, 0]
+    app = visitors.links("http://h", bare=False)
+    bare = visitors.links("http://h", bare=True)
+    assert len(app) == visitors.VISITORS == 8 and len({url for url, _ in app}) == 8
+    assert [click for _, click in app] == [click for _, click in bare]
+    assert sum("model=SmolLM2-135M-Instruct" in url for url, _ in app) == 2
+    assert abs(visitors.percentile([1, 2, 3, 4, 5], 0.95) - 4.8) < 1e-9
