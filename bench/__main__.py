@@ -38,9 +38,8 @@ from bench.servers import shared_servers
 from bench.timing import print_table, row
 
 MODULES = ["core", "analysis", "threads", "apptest_rerun", "browser_heatmap", "renders",
-MODULES = ["core", "analysis", "threads", "apptest_rerun", "browser_heatmap", "renders",
-           "cold_link", "pretrained", "models", "lm", "experiment", "importance", "memory", "qkmap",
-           "corpus", "image"]
+           "cold_link", "pretrained", "models", "smollm2", "experiment", "importance",
+           "memory", "qkmap", "corpus", "sweeps", "image"]
 
 
 def _takes_quick(fn) -> bool:
