@@ -151,3 +151,23 @@ def test_page_without_results_says_so(tmp_path, monkeypatch):
     at = open_page("pages/4_Is_sharper_better.py", timeout=120)
     assert not at.exception
     assert any("No shipped results" in w.value for w in at.warning)
+
+
+def test_shipped_results_are_the_summaries_of_their_rows():
+    """The results shipped for the bundled LM exist under the current key (a change to the
+    code that computes them needs `python -m attention.corpus ship`), cover the corpus, and
+    their summaries are recomputed from their own per-text rows (stored as float32)."""
+    from attention import config
+    from attention.corpus import load
+
+    texts = load("bundled:en")
+    summaries = shipped.read(config.BUNDLED_LM, "bundled:en", texts)
+    rows = shipped.read(config.BUNDLED_LM, "bundled:en", texts, "rows")
+    assert "global" in summaries and "global" in rows
+    assert int(summaries["global"]["texts"].max()) == len(texts)
+    for sweep, table in summaries.items():
+        again = stats.summary(rows[sweep])
+        pd.testing.assert_frame_equal(again.reset_index(drop=True),
+                                      table.reset_index(drop=True), check_exact=False,
+                                      rtol=1e-4, atol=1e-5, check_dtype=False)
+        assert set(rows[sweep]["text_id"]) <= set(range(len(texts)))

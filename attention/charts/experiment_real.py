@@ -51,9 +51,13 @@ def quality_chart(g: pd.DataFrame, lang: str, measure: str = "max_weight") -> al
                                     color=_colour(lang))
     xbars = base.mark_rule().encode(x=alt.X(f"{lo}:Q", scale=xscale), x2=f"{hi}:Q", y=y,
                                     color=_colour(lang))
-    labels = base.mark_text(align="left", dx=7, dy=-7, fontSize=11).encode(
-        x=x, y=y, text="short:N")
-    return (ybars + xbars + points + labels).properties(width=560, height=340)
+    trained = float(data.loc[data["family"] == "base", measure].iloc[0])
+    flatter = (data[measure] < trained) if measure == "max_weight" else (data[measure] > trained)
+    data["below"] = flatter.to_numpy()
+    labels = [alt.Chart(data[data["below"] == low]).mark_text(
+        align="left", dx=7, dy=12 if low else -8, fontSize=11).encode(x=x, y=y, text="short:N")
+        for low in (True, False)]
+    return (ybars + xbars + points + labels[0] + labels[1]).properties(width=560, height=340)
 
 
 def interval_bars(data: pd.DataFrame, lang: str, value: str, lo: str, hi: str, title: str,
