@@ -29,15 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+import torch
 
-import torch  # noqa: E402
-
-from attention import config, models  # noqa: E402
-from attention.models import convert  # noqa: E402
-
-from .timing import interleaved_medians, print_table, row  # noqa: E402
+from attention import config, models     # offline: models.load_model registers it so
+from attention.models import convert
+from bench.timing import interleaved_medians, print_table, row
 
 TEXT = ("The capital of France is Paris, a city on the Seine that has been the seat of the "
         "country's government for most of its history. Its museums, the Louvre among them, "
