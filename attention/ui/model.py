@@ -33,16 +33,19 @@ def _model(source: str) -> models.LoadedModel:
     return loaded
 
 
-def ensure_model(source: str = models.BUNDLED) -> models.LoadedModel:
+def ensure_model(source: str = models.BUNDLED, *, wait: bool = True) -> models.LoadedModel:
     """The model `source` names, loaded on first use with a spinner; UserError otherwise.
     A GGUF source (the bundled SmolLM2) still converting in the background: a progress bar
-    until it is done, then the model (a click meanwhile reruns the page, as always)."""
+    until it is done, then the model (a click meanwhile reruns the page, as always); with
+    wait=False (the sidebar, which the page's own call follows) Pending instead."""
     if source in _LOADED:
         return _model(source)
     try:
         with st.spinner(t("common.loading_model"), show_time=True):
             return _model(source)
     except Pending as pending:
+        if not wait:
+            raise
         job = pending.job
     bar = st.progress(job.fraction, text=t(job.stage))
     while not job.done.wait(PROGRESS_POLL):
