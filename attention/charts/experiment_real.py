@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from attention.conclusions.sweeps import setting_name, short_name
@@ -53,11 +54,16 @@ def quality_chart(g: pd.DataFrame, lang: str, measure: str = "max_weight") -> al
                                     color=_colour(lang))
     trained = float(data.loc[data["family"] == "base", measure].iloc[0])
     flatter = (data[measure] < trained) if measure == "max_weight" else (data[measure] > trained)
-    data["below"] = flatter.to_numpy()
-    labels = [alt.Chart(data[data["below"] == low]).mark_text(
-        align="left", dx=7, dy=12 if low else -8, fontSize=11).encode(x=x, y=y, text="short:N")
-        for low in (True, False)]
-    return (ybars + xbars + points + labels[0] + labels[1]).properties(width=560, height=340)
+    # labels below flatter temperatures and the trained point, above the rest,
+    # so the settings crowded around the trained point keep their labels apart
+    place = np.where(data["family"] == "base", "base",
+                     np.where(flatter & (data["family"] == "tau"), "below", "above"))
+    labels = [alt.Chart(data[place == where]).mark_text(
+        align=align, dx=dx, dy=dy, fontSize=11).encode(x=x, y=y, text="short:N")
+        for where, align, dx, dy in (("below", "left", 7, 12), ("above", "left", 7, -8),
+                                     ("base", "left", 7, 14))]
+    return (ybars + xbars + points + labels[0] + labels[1] + labels[2]).properties(
+        width=560, height=340)
 
 
 def interval_bars(data: pd.DataFrame, lang: str, value: str, lo: str, hi: str, title: str,
