@@ -31,11 +31,12 @@ import sys
 import time
 import traceback
 from contextlib import nullcontext
+from datetime import datetime, timezone
 
 import torch
 
 from bench.servers import shared_servers
-from bench.timing import print_table, row
+from bench.timing import print_table, row, run_line
 
 MODULES = ["core", "analysis", "threads", "apptest_rerun", "browser_heatmap", "renders",
            "cold_link", "pretrained", "models", "smollm2", "experiment", "importance",
@@ -82,7 +83,8 @@ def run_modules(names: list[str], quick: bool) -> tuple[list[dict], int]:
         except Exception as err:  # a broken benchmark is reported; the others still run
             failed += 1
             traceback.print_exc()
-            got = [row(f"FAILED {type(err).__name__}: {err}"[:160], "-", float("nan"), 0)]
+            first = (str(err).splitlines() or [""])[0]      # one line: the table's row
+            got = [row(f"FAILED {type(err).__name__}: {first}"[:160], "-", float("nan"), 0)]
         took = time.perf_counter() - start
         rows += [{**r, "name": f"{name}: {r['name']}"} for r in got]
         print(f"# {name} took {took:.0f} s", file=sys.stderr, flush=True)
@@ -95,14 +97,14 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(1)
     load = os.getloadavg()
     began = time.perf_counter()
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     with shared_servers() if quick else nullcontext():
         rows, failed = run_modules(names, quick)
     if quick:       # printed, not held: a small size says little about a target
         rows = [{**r, "held": "FAILED" in r["name"]} for r in rows]
     print_table(rows)
-    print(f"# {'quick' if quick else 'full'} run: {time.perf_counter() - began:.0f} s wall, "
-          f"load average {load[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end",
-          flush=True)
+    print(run_line("quick" if quick else "full", started, time.perf_counter() - began,
+                   load[0], os.getloadavg()[0]), flush=True)
     return 1 if failed else 0
 
 

@@ -2,7 +2,7 @@
 one-rect-per-cell altair heatmap at n = 256, all in one run (headless, Playwright).
 
 Two servers run side by side from the repository's directory (same Streamlit config): the
-app, and a baseline script with one plain altair heatmap (256 x 256 rects, docs/architecture.md,
+app, and a baseline script with one plain altair heatmap (256 x 256 rects, docs/decisions.md,
 "Long inputs") or one small bar chart (a bare Streamlit page). Every page is opened once
 first (warm caches: this measures drawing, not the `analyze` that the cache skips on later
 visits), then the pages are loaded in turn, order reversed every other round, each in a new

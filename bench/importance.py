@@ -1,10 +1,10 @@
 """Batched importance on MiniLM against one forward pass of the same text.
 
 Baseline: `LoadedModel.run(text)` on a 32-piece text (one forward with the core inside,
-weights captured). Against it: all 72 head ablations of that text (`importance.head_ablation`,
-one batch element per head, forwards of at most BATCH_TOKENS pieces; target <= 20x) and the
-occlusion of each of its pieces (`importance.occlude`: the 30 shortened texts, [CLS] and [SEP]
-are not removed).
+weights captured). Against it: all 72 head ablations of that text
+(`importance.heads.head_ablation`, one batch element per head, forwards of at most
+BATCH_TOKENS pieces; target <= 20x) and the occlusion of each of its pieces
+(`importance.tokens.occlude`: the 30 shortened texts, [CLS] and [SEP] are not removed).
 
 Occlusion is held to its own floor, stated in its row: removal is exact (every shortened
 text runs through every layer: in a bidirectional encoder no row of it equals a row of
@@ -30,7 +30,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from attention import importance, models  # noqa: E402
+from attention import models  # noqa: E402
+from attention.importance import heads as importance_heads  # noqa: E402
+from attention.importance import tokens as importance_tokens  # noqa: E402
 
 from .timing import interleaved_medians, print_table, row  # noqa: E402
 
@@ -58,16 +60,11 @@ def _intermediate(model: models.LoadedModel) -> int:
 
 
 def measured(model: models.LoadedModel, text: str):
-    """(ids, occlusion(), head_ablation()) through the package's public functions: `item` +
-    `occlude` (the text's own run is the base: only the shortened texts run), or the older
-    `occlusion(model, ids)` / `head_ablation(model, ids)`."""
-    if hasattr(importance, "occlude") and hasattr(importance, "item"):
-        it = importance.item(model, text)
-        return (list(it.ids), lambda: importance.occlude(model, [it])[0],
-                lambda: importance.head_ablation(model, it))
-    ids = importance.ids_of(model, text)
-    return (ids, lambda: importance.occlusion(model, ids),
-            lambda: importance.head_ablation(model, ids))
+    """(ids, occlusion(), head_ablation()) through the package's own functions: `item` +
+    `occlude` (the text's own run is the base: only the shortened texts run)."""
+    it = importance_tokens.item(model, text)
+    return (list(it.ids), lambda: importance_tokens.occlude(model, [it])[0],
+            lambda: importance_heads.head_ablation(model, it))
 
 
 def check_exact(ids: list[int], occluded: torch.Tensor) -> float:

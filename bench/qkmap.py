@@ -9,7 +9,8 @@ set has its own offset and scale, as in real heads. 5,000 queries + 5,000 keys =
 
 Each method is timed end to end through `embed` (normalise included), one BLAS/OpenMP thread,
 as the dashboard runs (attention/ui sets OMP_NUM_THREADS=1); the ratio is against PCA's time
-in the same process, by CPU time (this machine is shared; wall time is printed beside it).
+in the same process, by CPU time (on a shared machine wall time swings with the load; it is
+printed beside).
 "tsne, not normalised" is the same t-SNE on the raw q and k, which shows why `normalise`
 exists (in quick mode, or with --not-normalised: it doubles the time; at 10k points it scored
 0.002 against 0.72).

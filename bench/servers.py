@@ -47,7 +47,7 @@ if st.query_params.get("r") == "canvas":
 st.altair_chart(chart)
 '''
 
-# The one-rect-per-cell altair heatmap at n (?n=, 256 by default; docs/architecture.md, "Long
+# The one-rect-per-cell altair heatmap at n (?n=, 256 by default; docs/decisions.md, "Long
 # inputs"), or with ?v=bare one small bar chart: bench/browser_heatmap.py's first-paint baselines.
 BASELINE = '''
 import altair as alt, numpy as np, pandas as pd, streamlit as st

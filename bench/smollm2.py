@@ -136,7 +136,7 @@ def _corpus_row(loaded, texts: list[str]) -> dict:
 
 
 def run(quick: bool = False) -> list[dict]:
-    from attention.corpus.sources import load
+    from attention.text.corpora import load
 
     torch.set_num_threads(1)
     saved = os.environ.get(config.ENV_PREBUILT)

@@ -51,3 +51,9 @@ def print_table(rows: list[dict]) -> None:
         print(f"{r['name']:<{width}}  {r['baseline']:<{base}}  {r['ratio']:>7.2f}  "
               f"{'<= ' + format(r['target'], 'g'):>7}  {_ok(r):<4} "
               f"{r.get('detail', '')}")
+
+
+def run_line(kind: str, started: str, wall: float, load_start: float, load_end: float) -> str:
+    """The last line of a `python -m bench` run, which bench/table.py reads (its TRAILER)."""
+    return (f"# {kind} run on {started} UTC: {wall:.0f} s wall, load average {load_start:.2f} "
+            f"at the start, {load_end:.2f} at the end")

@@ -1,4 +1,4 @@
-"""attention.importance.agreement and faithfulness against hand computations: scipy's
+"""attention.importance.concordance (agreement) and erasure (faithfulness) against hand computations: scipy's
 Spearman text by text, and bootstraps and permutations written out here with the same
 documented seeds; faithfulness's targets against plain transformers forwards."""
 from __future__ import annotations
@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 from scipy.stats import spearmanr
 
-from attention.importance.agreement import agreement, beyond_null
-from attention.importance.faithfulness import faithfulness, removal_sets
+from attention.importance.concordance import agreement, beyond_null
+from attention.importance.erasure import faithfulness, removal_sets
 from attention import models as M
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
 

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from attention.ui.views.corpus import SHIPPED
-from tests.conftest import wait_for_app
+from tests.conftest import eventually, wait_for_app
 
 pytestmark = pytest.mark.browser
 LOAD = 180_000
@@ -20,19 +20,35 @@ CASES = [("en", "en", "Token", "Layer 2, head 3:"),
           "第 2 层第 3 个头：")]      # Model heads' own heading (model.compare_title)
 
 
-def _tooltip_at_a_point(page, chart):
-    """Move the mouse over the map until Vega's tooltip shows (a scan: the points' pixels are
-    not in the DOM); the tooltip's text and the position."""
+# A Vega chart has painted: a canvas with an inked pixel, or an SVG with marks.
+PAINTED = """el => {
+  const cv = el.querySelector('canvas');
+  if (cv && cv.width) {
+    const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+    for (let i = 3; i < d.length; i += 4 * 29) if (d[i]) return true;
+    return false;
+  }
+  return !!el.querySelector('svg .role-mark path');
+}"""
+# Resolves once the browser has handled the events so far and drawn two frames after them.
+FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+def _tooltip_at_a_point(page, chart, label: str):
+    """Move the mouse over the map until Vega's tooltip shows a point (a scan: the points'
+    pixels are not in the DOM), each move's tooltip read once the browser has handled it; the
+    tooltip's text and the position."""
     chart.scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
+    page.wait_for_function(PAINTED, arg=chart.element_handle(), timeout=LOAD)
     box = chart.bounding_box()
     tip = page.locator("#vg-tooltip-element")
     for fy in [i / 24 for i in range(4, 21)]:
         for fx in [i / 40 for i in range(6, 34)]:
             x, y = box["x"] + box["width"] * fx, box["y"] + box["height"] * fy
             page.mouse.move(x, y)
-            page.wait_for_timeout(15)
-            if tip.count() and tip.is_visible() and tip.inner_text().strip():
+            page.evaluate(FRAMES)
+            if tip.count() and tip.is_visible():
+                expect(tip).to_contain_text(label, timeout=LOAD)
                 return tip.inner_text(), (x, y)
     raise AssertionError("no point of the map showed a tooltip")
 
@@ -49,8 +65,7 @@ def test_shipped_results_hover_and_click_to_model_heads(fresh_server, page, lang
     expect(page.get_by_text("Layer 2, head 3" if lang == "en" else "第 2 层，第 3 头").first
            ).to_be_visible(timeout=LOAD)
     chart = charts.nth(1)
-    page.wait_for_timeout(1500)                      # Vega paints after the element appears
-    text, (x, y) = _tooltip_at_a_point(page, chart)
+    text, (x, y) = _tooltip_at_a_point(page, chart, token_label)
     assert token_label in text
     token = re.search(rf"{token_label}\s*\n?\s*(\S+)", text).group(1)
     pieces = pd.read_parquet(SHIPPED / folder / "view" / "pieces.parquet")
@@ -59,14 +74,9 @@ def test_shipped_results_hover_and_click_to_model_heads(fresh_server, page, lang
     context = page.context
     before = len(context.pages)
     page.mouse.click(x, y)
-    target = page
-    for _ in range(200):
-        if len(context.pages) > before:
-            target = context.pages[-1]
-            break
-        if "Model_heads" in page.url:
-            break
-        page.wait_for_timeout(100)
+    eventually(page, lambda: len(context.pages) > before or "Model_heads" in page.url,
+               timeout=LOAD)
+    target = context.pages[-1] if len(context.pages) > before else page
     target.wait_for_url(re.compile(r".*/Model_heads\?.*"), timeout=LOAD)
     q = parse_qs(urlparse(target.url).query)
     assert q["mh_layer"] == ["2"] and q["mh_head"] == ["3"] and q["source"] == ["pretrained"]

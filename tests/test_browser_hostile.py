@@ -28,7 +28,7 @@ HOSTILE = (IMG, LINK, "**bold**", "<script>window.__xss=2</script>", "$x$", "u\u
            "the", "the")
 SPEC = AttentionSpec(tokens=HOSTILE, heads=2, d_k=8, seed=0, temperature=0.9)
 # path -> heading; the root (Input) page last, so every other deep link hits a server that has
-# never run app.py (docs/architecture.md, "Deep links").
+# never run app.py (docs/architecture.md, "A view is a spec").
 PAGES = {"Heatmap": "Heatmap", "Score_analysis": "Score analysis", "Model_heads": "Model heads",
          "Is_sharper_better": "Is sharper better?", "": "Input"}
 TRAINING_TIMEOUT = 300_000   # ms: a cold server trains the Is-sharper-better heads first

@@ -71,7 +71,7 @@ def test_the_test_suite_never_writes_to_the_users_home():
 
 
 def test_key_changes_with_each_source_file(tmp_path, monkeypatch):
-    sources = [tmp_path / name for name in ("experiment.py", "core.py", "metrics.py")]
+    sources = [tmp_path / name for name in ("experiment.py", "core.py", "rows.py")]
     for src in sources:
         src.write_text(f"# {src.name}\n")
     monkeypatch.setattr(xc, "SOURCES", tuple(sources))

@@ -19,8 +19,10 @@ from attention import config
 from attention import importance as I
 from attention import models as M
 from attention.importance import batch as B
+from attention.importance import heads as H
 from attention.importance import tokens as TK
 from attention.measures.heads import head_stats
+from attention.measures.rank import spearman
 from attention.models import describe, loading
 from tests.tiny_models import _output_projection, tiny  # noqa: F401
 
@@ -170,7 +172,7 @@ def test_head_gradient_equals_finite_differences_and_is_normalised_per_layer(tin
     loaded = _fresh(tiny, name, torch.float64)
     eager = _eager(tiny[name], torch.float64)
     it, ids, kind, token, at = _setup(loaded, eager)
-    got = I.head_gradient(loaded, it)                                  # (layers, heads)
+    got = H.head_gradient(loaded, it)                                  # (layers, heads)
     eps = 1e-5
     for layer, head in ((0, 1), (1, 3)):
         up = _hand_target(kind, _hand(eager, ids, head_scale=(layer, head, 1 + eps)),
@@ -180,7 +182,7 @@ def test_head_gradient_equals_finite_differences_and_is_normalised_per_layer(tin
         fd = (up - down) / (2 * eps)
         expected = float(fd.norm()) if kind == "embedding" else abs(float(fd))
         assert got[layer, head].item() == pytest.approx(expected, rel=1e-4, abs=1e-8)
-    normed = I.per_layer(got)
+    normed = H.per_layer(got)
     assert np.allclose(normed.norm(dim=1), 1.0)
     assert np.allclose(normed[1] * got[1].norm(), got[1])
 
@@ -195,9 +197,9 @@ def test_zero_and_mean_head_ablation_equal_hand_written_hooks(tiny, name):
     items = [TK.item(loaded, t) for t in TEXTS]
     it, ids, kind, token, at = _setup(loaded, eager)
     base = _hand_target(kind, _hand(eager, ids), token=token, at=at)
-    zero = I.head_ablation(loaded, it)                                 # (layers, heads)
-    fill = I.mean_outputs(loaded, items)                               # (layers, heads, d)
-    mean = I.head_ablation(loaded, it, fill)
+    zero = H.head_ablation(loaded, it)                                 # (layers, heads)
+    fill = H.mean_outputs(loaded, items)                               # (layers, heads, d)
+    mean = H.head_ablation(loaded, it, fill)
     d = loaded.d_head
     for layer in range(loaded.layers):
         # the head's mean slice over every real position of both texts, by hand
@@ -227,9 +229,9 @@ def test_head_frame(tiny):
     want = (stats[0]["max_weight"] + stats[1]["max_weight"]) / 2
     assert np.allclose(frame["max_weight"], want.flatten(), atol=1e-6)
     items = [TK.item(loaded, t) for t in TEXTS]
-    one, two = (I.head_ablation(loaded, it) for it in items)
+    one, two = (H.head_ablation(loaded, it) for it in items)
     assert np.allclose(frame["ablation"], ((one + two) / 2).flatten(), atol=1e-6)
-    raw = (I.head_gradient(loaded, items[0]) + I.head_gradient(loaded, items[1])) / 2
+    raw = (H.head_gradient(loaded, items[0]) + H.head_gradient(loaded, items[1])) / 2
     assert np.allclose(frame["gradient_raw"], raw.flatten(), atol=1e-6)
     assert np.allclose(frame["gradient"], (raw / raw.norm(dim=1, keepdim=True)).flatten(),
                        atol=1e-6)
@@ -321,8 +323,8 @@ def test_layer_agreement_is_the_mean_of_per_text_spearman(tiny):
 
 
 def test_spearman_by_hand():
-    assert I.spearman([1, 2, 3, 4], [10, 20, 30, 25]) == pytest.approx(0.8)
-    assert np.isnan(I.spearman([1, 1, 1], [1, 2, 3]))
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 25]) == pytest.approx(0.8)
+    assert np.isnan(spearman([1, 1, 1], [1, 2, 3]))
 
 
 def test_pruning_and_temperature_metric_equal_unpadded_runs(tiny):
@@ -335,7 +337,7 @@ def test_pruning_and_temperature_metric_equal_unpadded_runs(tiny):
         logits = _hand(eager, ids).logits[0]
         return float(F.cross_entropy(logits[:-1], torch.tensor(ids[1:])))
 
-    mean_loss = np.mean([loss(I.ids_of(loaded, t)) for t in TEXTS])
+    mean_loss = np.mean([loss(B.ids_of(loaded, t)) for t in TEXTS])
     heads = I.head_importance(loaded, TEXTS)
     curve = I.pruning_curve(loaded, heads, TEXTS, steps=4)
     assert curve["removed"].iloc[0] == 0 and curve["removed"].iloc[-1] == 8
@@ -357,7 +359,7 @@ def test_pruning_and_temperature_metric_equal_unpadded_runs(tiny):
 
 
 def test_sentence_model_metric_is_retrieval_on_the_bundled_pairs(tiny):
-    from attention.corpus import pairs
+    from attention.text.corpora import pairs
 
     loaded = _load(tiny, "bert_base")
     eager = _eager(tiny["bert_base"])
@@ -365,7 +367,7 @@ def test_sentence_model_metric_is_retrieval_on_the_bundled_pairs(tiny):
     value, _ = I.Metric(loaded, TEXTS)()
 
     def e(text):
-        return _hand_target("embedding", _hand(eager, I.ids_of(loaded, text)))
+        return _hand_target("embedding", _hand(eager, B.ids_of(loaded, text)))
 
     emb = torch.stack([e(s) for pair in bundled for s in pair])       # (2N, hidden) unit rows
     sims = emb @ emb.T

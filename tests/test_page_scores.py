@@ -12,7 +12,7 @@ from tests.apptest import chart_frames, open_page
 PAGE = "pages/2_Score_analysis.py"
 SPEC = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), d_k=8, heads=2)
 METRICS = ("entropy", "effective_tokens", "max_weight", "jacobian_norm")
-# Half the last digit each metric is shown with (views/scores.py METRIC_FORMATS), plus float slack.
+# Half the last digit each metric is shown with (ui/views/scores.py METRIC_FORMATS), plus float slack.
 DISPLAYED = {"entropy": 5.01e-4, "effective_tokens": 5.01e-3, "max_weight": 5.01e-4,
              "jacobian_norm": 5.01e-5}
 

@@ -197,7 +197,11 @@ def test_a_second_model_evicts_the_least_recently_used_when_the_cap_holds_one(tw
     llama = M.load_model(str(two["llama"]))                # nobody holds gpt2: it goes
     gc.collect()
     assert loading.kept() == (str(two["llama"]),) and llama.params == sizes["llama"]
-    assert loading._alive_bytes() == elsewhere + 4 * sizes["llama"]
+    # gpt2 is gone from memory, llama in it. (What other tests' caches held may have been let
+    # go meanwhile, so the bytes alive are bounded, not equal.)
+    alive = {m.source for m in list(loading._ALIVE.values())}
+    assert str(two["llama"]) in alive and str(two["gpt2"]) not in alive
+    assert 4 * sizes["llama"] <= loading._alive_bytes() <= elsewhere + 4 * sizes["llama"]
 
 
 def test_a_second_model_is_refused_while_the_first_is_in_use(two, monkeypatch):

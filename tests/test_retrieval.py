@@ -8,8 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from attention.corpus import pair_groups, pairs, pairs_from_upload
-from attention.corpus.sources import PAIRS
+from attention.text.corpora import PAIRS, pair_groups, pairs, pairs_from_upload
 from attention.errors import UserError
 from attention.measures.retrieval import quality, retrieval_units
 

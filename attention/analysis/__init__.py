@@ -32,6 +32,9 @@ from attention.models.toy import embed
 from attention.models.toy import project
 from attention.spec import AttentionSpec
 
+__all__ = ["Analysis", "analyze", "analyze_qkv", "qkv_for", "model_mask", "head_metrics",
+           "sweep_rows", "dk_sweep", "random_dk_sweep", "DK_SWEEP", "CHUNK_CELLS"]
+
 DK_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 CHUNK_CELLS = 2048 * 2048  # analyze computes at most this many attention cells at once
 

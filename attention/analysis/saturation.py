@@ -4,7 +4,7 @@
 
 Both tables are computed through the project's own code (core.attention, metrics), so the
 Score analysis page's reference curve and its one-logit-ahead table are the numbers the core
-gives, not a copied table (docs/science.md, "Why divide by sqrt(d_k)").
+gives, not a copied table (docs/science.md, "Metrics of one attention row").
 """
 from __future__ import annotations
 

@@ -3,3 +3,5 @@
 One module per family of charts (heatmap, scores, model, experiment), one builder per chart
 kind. Colour: sequential scales for weights, diverging scales centred on 0 for differences.
 """
+
+__all__: list[str] = []   # import its modules: charts.<module>

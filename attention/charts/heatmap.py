@@ -1,7 +1,7 @@
 """Charts of the Heatmap page: the attention matrix, scaled vs unscaled, and their difference.
 
 Three kinds of grid (a browser's time to draw one rect per cell grows with the cell count and
-reaches seconds at a few hundred tokens: docs/architecture.md, "Long inputs"; so only small
+reaches seconds at a few hundred tokens: docs/decisions.md, "Long inputs"; so only small
 grids are drawn rect by rect):
 
 - cells (`CellAxes`): one rect per (query, key) cell of a window, from `frames.cells`. Axes

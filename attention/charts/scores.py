@@ -2,7 +2,7 @@
 
 Builders only: the small tables they draw (pre-binned histograms, per-position means, a
 bounded sample, the d_k sweep, the saturation curve) come from attention/analysis/scorestats.py,
-attention/analysis.py and attention/analysis/saturation.py; the page's written findings from
+attention/analysis/ and attention/analysis/saturation.py; the page's written findings from
 attention/conclusions/scores.py. No torch here: a chart is restyled without touching the numbers.
 
 Labels come from attention/locales/<lang>/scores.toml through `translate` (no streamlit here).

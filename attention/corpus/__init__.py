@@ -1,12 +1,10 @@
-"""Corpora: many texts read at once, for runs over a whole corpus rather than one input.
+"""The corpus job: one model run over many texts, written as Parquet shards and a manifest
+(job.py, engines.py, shards.py, compute.py), and the tables read back from them (results.py,
+qkmap.py). `python -m attention.corpus run ...` starts it (docs/corpus.md).
 
-sources.py turns a bundled corpus, a file, pasted lines or an upload into a list of texts,
-and a file of paraphrase pairs into (sentence, paraphrase) tuples (pairs).
+The corpora themselves (bundled texts, files, uploads) are read by attention.text.corpora,
+below both this job and the importance measures; `load` stays importable from here.
 """
-from attention.corpus.sources import (BUNDLED, MAX_TEXT_CHARS, MAX_TEXTS, MAX_UPLOAD_BYTES,
-                                      MAX_UPLOAD_TEXTS, digest, from_upload, load, pair_groups, pairs,
-                                      pairs_from_upload, parse_lines)
+from attention.text.corpora import BUNDLED, load
 
-__all__ = ["BUNDLED", "MAX_TEXT_CHARS", "MAX_TEXTS", "MAX_UPLOAD_BYTES", "MAX_UPLOAD_TEXTS",
-           "digest", "from_upload", "load", "pair_groups", "pairs", "pairs_from_upload",
-           "parse_lines"]
+__all__ = ["BUNDLED", "load"]

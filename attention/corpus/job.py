@@ -30,7 +30,7 @@ from attention.sweeps.settings import SWEEPS
 def prepare(model_source: str, corpus_source: str, out: Path, settings: Settings):
     """(texts, manifest) for a run: refuses (Refused) a bad corpus, a bad setting or an
     output folder holding another run."""
-    from attention.corpus.sources import load
+    from attention.text.corpora import load
 
     if settings.batch_size < 1 or settings.batch_size > 4096:
         raise Refused(f"--batch-size must be between 1 and 4096, not {settings.batch_size}.")
@@ -162,7 +162,7 @@ def _prepass(model, corpus_source: str, texts: list[str], out: Path, settings: S
     import json
 
     from attention.corpus.shards import _atomic_write
-    from attention.corpus.sources import load
+    from attention.text.corpora import load
     from attention.sweeps.table import PREPASS, prepass
 
     if model.head != "causal_lm" or not model.is_causal:

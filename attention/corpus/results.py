@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attention.measures.heads import HEAD_COLUMNS, SINK_COLUMNS
+from attention.measures.columns import HEAD_COLUMNS, SINK_COLUMNS
 
 VIEW = "view"
 COLUMNS = HEAD_COLUMNS + SINK_COLUMNS

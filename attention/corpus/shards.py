@@ -44,7 +44,7 @@ def shard_count(texts: int, batch_size: int) -> int:
 
 def identity(model: str, corpus: str, texts: list[str], settings: Settings) -> dict:
     """What makes two runs the same run (the engine does not: both write the same shards)."""
-    from attention.corpus.sources import digest
+    from attention.text.corpora import digest
 
     if tuple(settings.what) == ("nll",):      # only the code that changes its numbers
         from attention.sweeps.shipped import code_key

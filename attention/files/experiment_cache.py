@@ -1,6 +1,6 @@
 """The "is sharper better?" experiments, kept on disk (attention.files.diskcache) between server starts.
 
-A seed's results depend on the source of experiment.py, core.py and metrics.py, on the
+A seed's results depend on the source of experiment.py, core.py, measures/rows.py and measures/rank.py, on the
 experiment's settings (its upper-case constants: steps, batch sizes, d_k values, the held-out
 set) and on the library versions; all of them go into the key, so a change to any of them
 recomputes and nothing is trusted across versions. Same signatures as the functions in

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attention import config
-from attention.corpus import digest
+from attention.text.corpora import digest
 from attention.files import diskcache
 
 SHIPPED = config.DATA / "importance"
@@ -41,9 +41,9 @@ ORDERS = 20
 _PACKAGE = Path(__file__).resolve().parent.parent                      # attention/
 SOURCES = tuple(_PACKAGE / name for name in (
     "importance/batch.py", "importance/targets.py", "importance/tokens.py",
-    "importance/heads.py", "importance/agreement.py", "importance/faithfulness.py",
+    "importance/heads.py", "importance/concordance.py", "importance/erasure.py",
     "importance/curves.py", "measures/rank.py", "measures/rollout.py", "measures/flow.py",
-    "measures/heads.py", "measures/retrieval.py", "importance/shipped.py",
+    "measures/heads.py", "measures/columns.py", "measures/retrieval.py", "importance/shipped.py",
     "files/importance_cache.py", "data/paraphrase_pairs.tsv"))
 Progress = Callable[[float, str], None]          # (fraction done, stage)
 
@@ -92,7 +92,7 @@ def write_fixed(source: str, record: diskcache.Record) -> None:
 
 
 def shipped_texts() -> list[str]:
-    from attention.corpus import load
+    from attention.text.corpora import load
 
     return load(SHIPPED_CORPUS)[:PAGE_TEXTS]
 

@@ -156,7 +156,7 @@ def token_nll(model: M.LoadedModel, logits: torch.Tensor, batch: Batch) -> torch
 class Metric:
     """The output metric of the pruning curve and the temperature sweep, higher = better:
     a sentence model's paraphrase retrieval accuracy on sentence pairs (`pairs`, default
-    attention.corpus.pairs("bundled:en"); measures.retrieval), an LM's negative mean loss
+    attention.text.corpora.pairs("bundled:en"); measures.retrieval), an LM's negative mean loss
     over the texts (every piece it predicts). Its units, which intervals resample, are the
     pairs (each pair's mean hit over its two sentences) or the texts. `__call__(gate,
     interventions)` also returns the mean max weight per layer (over heads and real query
@@ -166,7 +166,7 @@ class Metric:
         self.model = model
         if model.head == "none":
             if pairs is None:
-                from attention.corpus import pairs as bundled_pairs
+                from attention.text.corpora import pairs as bundled_pairs
                 pairs = bundled_pairs("bundled:en")
             self.name = "retrieval_accuracy"
             sentences = [s for pair in pairs for s in pair]            # pair p: rows 2p, 2p + 1

@@ -13,7 +13,6 @@ sizes give the frames of one whole run (tests/test_importance_parts.py).
 """
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -21,14 +20,11 @@ import numpy as np
 import pandas as pd
 
 from attention import models as M
-from attention.corpus import digest
+from attention.text.corpora import digest
 from attention.errors import UserError
 from attention.files import diskcache, importance_cache as store
-from attention.importance import batch, curves, heads as heads_mod, targets, tokens as tokens_mod
-
-# the package re-exports the functions agreement and faithfulness under their modules' names
-agreement_mod = importlib.import_module("attention.importance.agreement")
-faith_mod = importlib.import_module("attention.importance.faithfulness")
+from attention.importance import (batch, concordance, curves, erasure, heads as heads_mod,
+                                  targets, tokens as tokens_mod)
 
 
 def _chunks(model, texts) -> list[list[int]]:
@@ -187,7 +183,7 @@ def run_job(job: tuple, source: str, texts, done: dict | None = None):
                                               seed=store.SEED)
                           for layer in arg], ignore_index=True)
     if stage == "faithfulness":
-        return faith_mod.per_text(model, texts, store.FRACTIONS, _tokens(done), seed=store.SEED,
+        return erasure.per_text(model, texts, store.FRACTIONS, _tokens(done), seed=store.SEED,
                                   which=arg)
     heads = _heads(done)
     randoms = np.concatenate([v for k, v in sorted(done.items()) if k[0] == "pruning"])
@@ -209,13 +205,13 @@ def assemble(source: str, texts, done: dict) -> diskcache.Record:
     model = M.load_model(source, trusted=True)
     tokens, heads = _tokens(done), _heads(done)
     boot = {"n_boot": store.N_BOOT, "seed": store.SEED}
-    words = agreement_mod.agreement(tokens, words_only=True, **boot)
-    everything = agreement_mod.agreement(tokens, words_only=False, **boot)
+    words = concordance.agreement(tokens, words_only=True, **boot)
+    everything = concordance.agreement(tokens, words_only=False, **boot)
     parts = [v for k, v in sorted(done.items()) if k[0] == "faithfulness"]
     value = parts[0][0].copy()
     for other, _ in parts[1:]:
         value = np.where(np.isnan(value), other, value)
-    faith = faith_mod.summarise(value, parts[0][1], store.FRACTIONS, **boot)
+    faith = erasure.summarise(value, parts[0][1], store.FRACTIONS, **boot)
     sharp = pd.concat([curves.sharpness_agreement(heads, imp, s, **boot)
                        for imp in ("ablation", "mean_ablation") if imp in heads
                        for s in ("max_weight", "entropy")], ignore_index=True)

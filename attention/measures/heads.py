@@ -11,11 +11,10 @@ import pandas as pd
 import torch
 
 from attention.measures import rows as metrics
+from attention.measures.columns import HEAD_COLUMNS, SINK_COLUMNS
 from attention.measures.pooling import blocks_for, pool
 
 CLS, SEP = "[CLS]", "[SEP]"
-HEAD_COLUMNS = ("entropy", "max_weight", "to_cls", "to_sep", "to_punct",
-                "to_prev", "to_next", "to_self")
 GRID_CELLS = 12    # a head in the grid is at most 12 x 12 blocks: 72 heads, <= 10,368 rects
 
 
@@ -93,9 +92,6 @@ def _per_head(stats: dict[str, torch.Tensor], columns) -> pd.DataFrame:
 
 
 # ---- attention sinks (Xiao et al. 2023, StreamingLLM; Clark et al. 2019 on [SEP]) --------
-
-SINK_COLUMNS = ("to_first", "to_special")
-
 
 def sink_table(weights: torch.Tensor, special: torch.Tensor) -> pd.DataFrame:
     """Per (layer, head) of weights (layers, heads, n, n): the mean share of a row's attention

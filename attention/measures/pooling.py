@@ -1,6 +1,6 @@
 """Block pooling and zoom windows for attention matrices too large to draw cell by cell.
 
-A chart of n x n rects costs seconds in a browser once n passes ~100 (docs/architecture.md, "Long inputs"), so long
+A chart of n x n rects costs seconds in a browser once n passes ~100 (docs/decisions.md, "Long inputs"), so long
 inputs are drawn as an overview of at most B x B blocks plus a full-resolution window.
 
 Pooling an axis of n positions into at most B blocks uses blocks of `size = ceil(n / B)`

@@ -1,5 +1,5 @@
 """Paraphrase retrieval: the quality of a sentence model on pairs of sentences that say the
-same thing (attention.corpus.pairs), measured over the whole set at once.
+same thing (attention.text.corpora.pairs), measured over the whole set at once.
 
 Every sentence of N pairs is a query; the candidates are the other 2N - 1 sentences; the
 answer is its own pair's other sentence. With s the cosine of the sentence embeddings,

@@ -7,3 +7,5 @@ setting, the mean negative log-likelihood per predicted piece and how sharp the 
     shipped.py    the shipped per-text results (attention/data/sweeps), read without torch
 
 The corpus job computes the per-text rows (`python -m attention.corpus run --what nll`)."""
+
+__all__: list[str] = []   # import its modules: sweeps.<module>

@@ -19,7 +19,7 @@ def ship(model_source: str, corpus: str, work: Path, sweeps, *, engine: str = "l
     from attention.corpus.job import run
     from attention.corpus.results import read_table
     from attention.corpus.shards import load_model_for_job
-    from attention.corpus.sources import load
+    from attention.text.corpora import load
     from attention.sweeps import shipped
 
     model = load_model_for_job(model_source)

@@ -36,3 +36,5 @@ try:
 finally:
     if _collecting:
         gc.enable()
+
+__all__: list[str] = []   # import its modules: ui.<module>

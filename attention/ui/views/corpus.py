@@ -261,7 +261,7 @@ def _run_box(source: str) -> None:
                                   type=["txt", "csv", "jsonl", "parquet"])
         if not st.button(t("corpus_page.run_button"), key="corpus_page_go"):
             return
-        from attention.corpus.sources import from_upload, parse_lines
+        from attention.text.corpora import from_upload, parse_lines
 
         try:
             texts = from_upload(upload.name, upload.getvalue()) if upload is not None \

@@ -14,7 +14,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from attention import config, corpus
+from attention import config
+from attention.text import corpora
 from attention.charts import importance as charts
 from attention.conclusions import unknown
 from attention.conclusions.importance import conclusions
@@ -47,7 +48,7 @@ def corpus_texts(choice: str, spec) -> tuple[str, list[str]] | None:
     """(what to call the corpus, all its texts) for the choice; None while an upload is
     awaited. UserError for a refused file."""
     if choice in ("bundled:en", "bundled:zh"):
-        return choice, corpus.load(choice)
+        return choice, corpora.load(choice)
     if choice == "sidebar":
         return t("importance.corpus_sidebar"), list(texts_of(spec))
     upload = st.file_uploader(t("importance.upload"), type=["txt", "csv", "jsonl"],
@@ -56,14 +57,14 @@ def corpus_texts(choice: str, spec) -> tuple[str, list[str]] | None:
     if upload is None:
         st.info(t("importance.upload_first"), icon=":material/upload_file:")
         return None
-    return upload.name, corpus.from_upload(upload.name, upload.getvalue(), column)
+    return upload.name, corpora.from_upload(upload.name, upload.getvalue(), column)
 
 
 def results(source: str, texts: tuple[str, ...], note):
     """Every frame of the page for (model, texts): kept by the server, stored on disk or
     shipped, else computed here with a progress bar, its time estimated first and reported
     after in `note` (an st.empty)."""
-    what = ("importance", source, corpus.digest(list(texts)))
+    what = ("importance", source, corpora.digest(list(texts)))
 
     def compute():
         from attention.importance import shipped     # torch: only to compute ("Imports")

@@ -29,7 +29,7 @@ from attention.ui.views.intervene import draw_interventions
 from attention.ui.state import view_widget
 from attention.ui.text import lang, message, t
 
-PREFIX = "mh"          # this page's URL keys: mh_<name> (docs/architecture.md, "The spec and the URL")
+PREFIX = "mh"          # this page's URL keys: mh_<name> (docs/architecture.md, "A view is a spec")
 LAYER_VIEW, HEAD_VIEW, STAT_VIEW = f"{PREFIX}_layer", f"{PREFIX}_head", f"{PREFIX}_stat"
 PART_VIEW = f"{PREFIX}_tab"      # the open part (it was a tab: links keep their parameter)
 PARTS = ("heads", "table", "iv", "upload")

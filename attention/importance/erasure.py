@@ -35,7 +35,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from attention.importance.agreement import BASELINES, methods_of, split_name, with_baselines
+from attention.importance.concordance import BASELINES, methods_of, split_name, with_baselines
 
 FRACTIONS = (0.1, 0.2, 0.3, 0.5)
 COLUMNS = ["method", "layer", "fraction", "change", "ci_low", "ci_high", "aopc", "aopc_low",

@@ -14,13 +14,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from attention.corpus import sources
-from attention.corpus.sources import (BUNDLED, MAX_TEXT_CHARS, MAX_TEXTS, MAX_UPLOAD_BYTES,
+from attention.text import corpora
+from attention.text.corpora import (BUNDLED, MAX_TEXT_CHARS, MAX_TEXTS, MAX_UPLOAD_BYTES,
                                       MAX_UPLOAD_TEXTS, digest, from_upload, load, parse_lines)
 from attention.errors import UserError
 from attention.i18n import LANGUAGES, catalog
 
-CORPORA = Path(sources.__file__).resolve().parent.parent / "data" / "corpora"
+CORPORA = Path(corpora.__file__).resolve().parent.parent / "data" / "corpora"
 TEXTS = ["The cat sat on the mat.", "它睡着了。", 'A cell with a comma, and "quotes".',
          "same text", "same text", "Ends here?"]        # a repeat is kept
 
@@ -318,6 +318,6 @@ def test_corpus_messages_exist_in_both_languages_with_the_same_fields():
     fields = lambda text: sorted(f for _, f, _, _ in string.Formatter().parse(text) if f)
     for key in keys["en"]:
         assert fields(catalog("en")[key]) == fields(catalog("zh")[key]), key
-    used = set(re.findall(r'"(corpus\.[a-z_]+)"', Path(sources.__file__).read_text()))
+    used = set(re.findall(r'"(corpus\.[a-z_]+)"', Path(corpora.__file__).read_text()))
     assert used and used <= keys["en"]
     assert keys["en"] <= used                                # no message left unused
