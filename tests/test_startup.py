@@ -99,7 +99,7 @@ def test_sharper_page_uses_what_the_warm_up_stored(tmp_path, monkeypatch):
     monkeypatch.setattr(ex, "scaling_sweep", no_training)
     at = run_page("pages/4_Is_sharper_better.py", sh_seed="0")
     assert not at.exception
-    assert len(at.get("vega_lite_chart")) == 5
+    assert len(at.get("vega_lite_chart")) >= 5          # the toy section's five, then the real models'
 
 
 def test_deferred_steps_wait_until_no_page_is_running():

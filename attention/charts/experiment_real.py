@@ -18,6 +18,13 @@ def _t(lang: str, key: str, **values) -> str:
     return translate(lang, f"realsharp.{key}", **values)
 
 
+def _tip(shorthand: str, lang: str, fmt: str | None = None) -> alt.Tooltip:
+    """A tooltip titled in words (realsharp.col_<field>), never its field's id."""
+    field = shorthand.split(":")[0]
+    extra = {"format": fmt} if fmt else {}
+    return alt.Tooltip(shorthand, title=_t(lang, f"col_{field}"), **extra)
+
+
 def _named(table: pd.DataFrame, lang: str) -> pd.DataFrame:
     data = table.copy()
     data["setting"] = [setting_name(r, lang) for _, r in data.iterrows()]
@@ -42,9 +49,9 @@ def quality_chart(g: pd.DataFrame, lang: str, measure: str = "max_weight") -> al
     x = alt.X(f"{measure}:Q", title=x_title, scale=xscale)
     y = alt.Y("ppl:Q", title=_t(lang, "axis_ppl"), scale=yscale)
     tips = [alt.Tooltip("setting:N", title=_t(lang, "axis_setting")),
-            alt.Tooltip("ppl:Q", format=".2f"), alt.Tooltip("ppl_lo:Q", format=".2f"),
-            alt.Tooltip("ppl_hi:Q", format=".2f"), alt.Tooltip(f"{measure}:Q", format=".3f"),
-            alt.Tooltip("texts:Q")]
+            _tip("ppl:Q", lang, ".2f"), _tip("ppl_lo:Q", lang, ".2f"),
+            _tip("ppl_hi:Q", lang, ".2f"), _tip(f"{measure}:Q", lang, ".3f"),
+            _tip("texts:Q", lang)]
     base = alt.Chart(data)
     points = base.mark_point(filled=True, size=70).encode(x=x, y=y, color=_colour(lang),
                                                           tooltip=tips)
@@ -75,8 +82,8 @@ def interval_bars(data: pd.DataFrame, lang: str, value: str, lo: str, hi: str, t
     x = alt.X(f"{value}:Q", title=title, scale=scale)
     base = alt.Chart(data)
     tips = [alt.Tooltip("setting:N", title=_t(lang, "axis_setting")),
-            alt.Tooltip(f"{value}:Q", format=".3f"), alt.Tooltip(f"{lo}:Q", format=".3f"),
-            alt.Tooltip(f"{hi}:Q", format=".3f"), alt.Tooltip("texts:Q")]
+            _tip(f"{value}:Q", lang, ".3f"), _tip(f"{lo}:Q", lang, ".3f"),
+            _tip(f"{hi}:Q", lang, ".3f"), _tip("texts:Q", lang)]
     return (base.mark_rule().encode(y=y, x=alt.X(f"{lo}:Q", title=title, scale=scale),
                                     x2=f"{hi}:Q", color=_colour(lang))
             + base.mark_point(filled=True, size=60).encode(y=y, x=x, color=_colour(lang),
@@ -96,9 +103,9 @@ def layer_chart(layers: pd.DataFrame, family: str, lang: str) -> alt.LayerChart:
                        if family == "tau" else alt.Scale(range=[OTHER]))
     offset = alt.XOffset("tau:N") if family == "tau" else alt.XOffset()
     base = alt.Chart(data)
-    tips = [alt.Tooltip("layer:O"), alt.Tooltip("tau:N", title=_t(lang, "axis_tau")),
-            alt.Tooltip("d_nll:Q", format="+.4f"), alt.Tooltip("d_lo:Q", format="+.4f"),
-            alt.Tooltip("d_hi:Q", format="+.4f"), alt.Tooltip("texts:Q")]
+    tips = [_tip("layer:O", lang), alt.Tooltip("tau:N", title=_t(lang, "axis_tau")),
+            _tip("d_nll:Q", lang, "+.4f"), _tip("d_lo:Q", lang, "+.4f"),
+            _tip("d_hi:Q", lang, "+.4f"), _tip("texts:Q", lang)]
     zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#555", strokeDash=[4, 3]) \
         .encode(y="y:Q")
     return (zero + base.mark_rule().encode(x=x, xOffset=offset, y="d_lo:Q", y2="d_hi:Q",
@@ -116,9 +123,9 @@ def tau_chart(g: pd.DataFrame, lang: str) -> alt.LayerChart:
     x = alt.X("tau:Q", title=_t(lang, "axis_tau"), scale=alt.Scale(type="log", base=2))
     y = alt.Y("ppl:Q", title=_t(lang, "axis_ppl"), scale=alt.Scale(type="log"))
     base = alt.Chart(data)
-    tips = [alt.Tooltip("tau:Q"), alt.Tooltip("ppl:Q", format=".2f"),
-            alt.Tooltip("ppl_lo:Q", format=".2f"), alt.Tooltip("ppl_hi:Q", format=".2f"),
-            alt.Tooltip("max_weight:Q", format=".3f"), alt.Tooltip("texts:Q")]
+    tips = [_tip("tau:Q", lang), _tip("ppl:Q", lang, ".2f"),
+            _tip("ppl_lo:Q", lang, ".2f"), _tip("ppl_hi:Q", lang, ".2f"),
+            _tip("max_weight:Q", lang, ".3f"), _tip("texts:Q", lang)]
     return (base.mark_line(color=OTHER) + base.mark_rule(color=OTHER).encode(
         x=x, y=alt.Y("ppl_lo:Q", title=_t(lang, "axis_ppl"), scale=alt.Scale(type="log")),
         y2="ppl_hi:Q")
@@ -134,10 +141,10 @@ def heads_chart(per_head: pd.DataFrame, lang: str, measure: str = "max_weight") 
     colour = alt.Color("layer:O", title=_t(lang, "axis_layer"), scale=alt.Scale(scheme="viridis"),
                        legend=alt.Legend(columns=2, symbolLimit=40))
     base = alt.Chart(per_head)
-    tips = [alt.Tooltip("layer:O"), alt.Tooltip("head:Q"), alt.Tooltip("zero:Q", format="+.4f"),
-            alt.Tooltip("zero_lo:Q", format="+.4f"), alt.Tooltip("zero_hi:Q", format="+.4f"),
-            alt.Tooltip("mean:Q", format="+.4f"), alt.Tooltip(f"{measure}:Q", format=".3f"),
-            alt.Tooltip("texts:Q")]
+    tips = [_tip("layer:O", lang), _tip("head:Q", lang), _tip("zero:Q", lang, "+.4f"),
+            _tip("zero_lo:Q", lang, "+.4f"), _tip("zero_hi:Q", lang, "+.4f"),
+            _tip("mean:Q", lang, "+.4f"), _tip(f"{measure}:Q", lang, ".3f"),
+            _tip("texts:Q", lang)]
     return (base.mark_rule(opacity=0.5).encode(x=x, y="zero_lo:Q", y2="zero_hi:Q", color=colour)
             + base.mark_point(filled=True, size=35).encode(x=x, y=y, color=colour, tooltip=tips)
             ).properties(width=560, height=320)
@@ -152,9 +159,9 @@ def agreement_chart(agree: pd.DataFrame, lang: str) -> alt.LayerChart:
     x = alt.X("scope:N", title=_t(lang, "axis_scope"), sort=order)
     base = alt.Chart(data)
     tips = [alt.Tooltip("scope:N", title=_t(lang, "axis_scope")),
-            alt.Tooltip("spearman:Q", format="+.2f"), alt.Tooltip("ci_low:Q", format="+.2f"),
-            alt.Tooltip("ci_high:Q", format="+.2f"), alt.Tooltip("null_low:Q", format="+.2f"),
-            alt.Tooltip("null_high:Q", format="+.2f"), alt.Tooltip("heads:Q")]
+            _tip("spearman:Q", lang, "+.2f"), _tip("ci_low:Q", lang, "+.2f"),
+            _tip("ci_high:Q", lang, "+.2f"), _tip("null_low:Q", lang, "+.2f"),
+            _tip("null_high:Q", lang, "+.2f"), _tip("heads:Q", lang)]
     return (base.mark_bar(color="#cccccc", width=10).encode(x=x, y="null_low:Q", y2="null_high:Q")
             + base.mark_rule(color=OTHER).encode(x=x, y="ci_low:Q", y2="ci_high:Q")
             + base.mark_point(filled=True, color=OTHER).encode(

@@ -87,8 +87,20 @@ def draw_real_models() -> None:
     st.info(conclusions.sinks_sentence(g, layers, code), icon=":material/insights:")
     with st.expander(t("realsharp.table")):
         for name, frame in summary.items():
-            st.dataframe(frame, hide_index=True, width="stretch")
+            st.dataframe(shown_summary(frame, code), hide_index=True, width="stretch")
             csv_button(frame, f"{MODEL}_{name}_summary")
+
+
+# The summary's columns as a reader sees them (the CSV keeps the ids)
+SHOWN = ("texts", "pieces", "nll", "nll_lo", "nll_hi", "ppl", "ppl_lo", "ppl_hi", "d_nll",
+         "d_lo", "d_hi", "max_weight", "mw_lo", "mw_hi", "entropy", "ent_lo", "ent_hi")
+
+
+def shown_summary(frame, code: str):
+    """One row per setting, named in words, with translated headers."""
+    shown = frame[[c for c in SHOWN if c in frame]].copy()
+    shown.insert(0, "setting", [conclusions.setting_name(r, code) for _, r in frame.iterrows()])
+    return shown.rename(columns={c: t(f"realsharp.col_{c}") for c in shown.columns})
 
 
 def _draw_heads(tables: dict, code: str) -> None:
