@@ -171,7 +171,8 @@ def check_model(page) -> None:
 
 def check_sharper(page) -> None:
     page.wait_for_function(
-        """() => document.querySelectorAll('[data-testid="stVegaLiteChart"]').length === 5""",
+        # the toy section's five charts (the real models' section below adds its own)
+        """() => document.querySelectorAll('[data-testid="stVegaLiteChart"]').length >= 5""",
         timeout=TRAINING_TIMEOUT)
 
 
