@@ -60,11 +60,14 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from attention.ui.pages import url_path
 from bench.browser import PROBE  # __inserted, __painted, __all: see bench/browser.py
 from bench.pages import (HEAD_PICKER, HOOK, QUICK_BIG, STEPS, VIEW_BUTTONS, Tab, click_times,
                          draw_times, launch, paint_times, pick_counted, spec_url)
 from bench.servers import Servers, servers
 from bench.timing import print_table, row
+
+HEATMAP, MODEL = url_path("nav.heatmap"), url_path("nav.model")   # the page registry's paths
 
 
 @dataclass
@@ -139,7 +142,7 @@ def run_paint(rounds: int = 7, quick: bool = False, shared: Session | None = Non
     big = sizes[-1]
     with session(shared) as s:
         app, base = s.servers["app"], s.servers["baseline"]
-        urls = {f"heatmap n={n}": spec_url(app.url, "Heatmap", n) for n in sizes}
+        urls = {f"heatmap n={n}": spec_url(app.url, HEATMAP, n) for n in sizes}
         urls["one-rect"] = f"{base.url}/?n={rect_n}"
         urls["bare page"] = f"{base.url}/?v=bare"
         t = measure(s.browser, urls, 1 if quick else rounds, () if quick else None, tab=s.tab)
@@ -181,8 +184,8 @@ def warm_up(s: Session) -> None:
     made, side by side (pages.Tab.warm), before anything is timed."""
     srv = s.servers
     srv.start("app", "app_off", "bare", "baseline")
-    s.tab.warm(spec_url(srv["app"].url, "Heatmap", QUICK_BIG),
-               spec_url(srv["app_off"].url, "Heatmap", QUICK_BIG),
+    s.tab.warm(spec_url(srv["app"].url, HEATMAP, QUICK_BIG),
+               spec_url(srv["app_off"].url, HEATMAP, QUICK_BIG),
                f"{srv['bare'].url}/", f"{srv['baseline'].url}/?v=bare")
 
 
@@ -212,14 +215,14 @@ def same_click(name: str) -> str:
 def click_urls(app: str, bare: str, big: int = 2048) -> dict[str, str]:
     """The page each CLICKS row clicks on: the app's (at `app`) and the bare page (`bare`);
     `big`: the size the rows named n=2048 open (smaller in quick mode)."""
-    heatmap = spec_url(app, "Heatmap", big)
+    heatmap = spec_url(app, HEATMAP, big)
     return {**{name: f"{bare}/{query}" for name, query in BARES.items()},
-            "heatmap n=16": spec_url(app, "Heatmap", 16),
+            "heatmap n=16": spec_url(app, HEATMAP, 16),
             "heatmap n=2048": heatmap, "heatmap n=2048, zoom window size": heatmap,
-            "heatmap n=2048, query row": spec_url(app, "Heatmap?hm_view=row", big),
+            "heatmap n=2048, query row": spec_url(app, f"{HEATMAP}?hm_view=row", big),
             "heatmap n=2048, view": heatmap, "heatmap n=2048, all heads": heatmap,
-            "model heads, layer": spec_url(app, "Model_heads", 16),
-            "model heads, head": spec_url(app, "Model_heads", 16)}
+            "model heads, layer": spec_url(app, MODEL, 16),
+            "model heads, head": spec_url(app, MODEL, 16)}
 
 
 def by_link(urls: dict[str, str]) -> list[str]:
@@ -310,7 +313,7 @@ def run_draws(rounds: int = 8, quick: bool = False, shared: Session | None = Non
         on = {"bare page": s.servers["bare"], **{name: s.servers["app" if warmup else "app_off"]
                                                  for name, warmup in WARMUPS.items()}}
         urls = {name: f"{srv.url}/?r=canvas" if name == "bare page"
-                else spec_url(srv.url, "Heatmap", n) for name, srv in on.items()}
+                else spec_url(srv.url, HEATMAP, n) for name, srv in on.items()}
         times: dict[str, list[float]] = {name: [] for name in urls}
         for order in (list(urls), list(urls)[::-1])[:1 if quick else 2]:
             for name in order:

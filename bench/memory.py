@@ -37,6 +37,7 @@ import numpy as np
 from attention.text.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.tokens import parse_tokens
+from attention.ui.pages import url_path
 from bench.servers import Sampler, servers, tree_rss
 from bench.timing import print_table, row
 
@@ -47,12 +48,13 @@ DEADLINE = 30 * 60              # s for the whole run
 APP = '[data-testid="stApp"]'
 MAIN = '[data-testid="stMain"]'
 FIGURE = f'{MAIN} [data-testid="stVegaLiteChart"], {MAIN} .ae-heatmap canvas'   # Vega or canvas
+HEATMAP, MODEL = url_path("nav.heatmap"), url_path("nav.model")   # the page registry's paths
 VISITS = (                      # (name, path, whose spec, what shows the page has drawn)
-    ("Input", "", "long", f'{MAIN} [data-testid="stMetricValue"]'),
-    ("Heatmap", "Heatmap", "long", FIGURE),
-    ("Score analysis", "Score_analysis", "long", f'{MAIN} [data-testid="stVegaLiteChart"]'),
-    ("Model heads", "Model_heads", "model", FIGURE),
-    ("Model heads upload", "Model_heads", "long", f'{MAIN} input[type="file"]'),
+    ("Input", url_path("nav.input"), "long", f'{MAIN} [data-testid="stMetricValue"]'),
+    ("Heatmap", HEATMAP, "long", FIGURE),
+    ("Score analysis", url_path("nav.scores"), "long", f'{MAIN} [data-testid="stVegaLiteChart"]'),
+    ("Model heads", MODEL, "model", FIGURE),
+    ("Model heads upload", MODEL, "long", f'{MAIN} input[type="file"]'),
 )
 VIEWS = {"Model heads upload": {"mh_tab": "upload"}}   # a visit's view parameters
 
@@ -253,7 +255,7 @@ async def lm_session(browser, base: str, session: int, log: list, pieces: int) -
         for name, query in lm_visits(session, pieces):
             ready = FIGURE if name == "MiniLM heads" else f'{MAIN} [data-testid="stDataFrame"]'
             try:
-                await page.goto(f"{base}/Model_heads?{query}")
+                await page.goto(f"{base}/{MODEL}?{query}")
                 log.append((session, 0, name, "ok" if await settle(page, ready) else "exception"))
             except Exception as err:      # a timeout: counted, the session goes on
                 log.append((session, 0, name, type(err).__name__))

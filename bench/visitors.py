@@ -29,6 +29,7 @@ from attention.config import BUNDLED_LM
 from attention.spec import AttentionSpec
 from attention.text.examples import EXAMPLES
 from attention.tokens import parse_tokens
+from attention.ui.pages import url_path
 from bench.pages import Tab, act, launch, pick
 
 VISITORS = 8
@@ -44,15 +45,16 @@ WORDS = TOGGLE + "Words only"
 # importance page its stored MiniLM view (the bundled English corpus), each toggle clicked
 LM = {"source": "pretrained", "model": BUNDLED_LM}
 MINILM = {"source": "pretrained"}
+HEATMAP, MODEL, IMPORTANCE = (url_path(k) for k in ("nav.heatmap", "nav.model", "nav.importance"))
 VISITS = (
-    ("Heatmap", 512, {}, {}, HEAD),
-    ("Model_heads", 24, LM, {}, LAYER),
-    ("Does_the_model_use_it", 12, MINILM, {}, TABLES),
-    ("Heatmap", 512, {"seed": 7}, {}, HEAD),
-    ("Model_heads", 40, MINILM, {}, LAYER),
-    ("Does_the_model_use_it", 12, MINILM, {"imp_tables": "1"}, WORDS),
-    ("Heatmap", 512, {"d_k": 32}, {}, HEAD),
-    ("Model_heads", 60, LM, {}, LAYER),
+    (HEATMAP, 512, {}, {}, HEAD),
+    (MODEL, 24, LM, {}, LAYER),
+    (IMPORTANCE, 12, MINILM, {}, TABLES),
+    (HEATMAP, 512, {"seed": 7}, {}, HEAD),
+    (MODEL, 40, MINILM, {}, LAYER),
+    (IMPORTANCE, 12, MINILM, {"imp_tables": "1"}, WORDS),
+    (HEATMAP, 512, {"d_k": 32}, {}, HEAD),
+    (MODEL, 60, LM, {}, LAYER),
 )
 
 # The baseline: the same kinds of widget and a small chart, nothing computed.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from attention.charts.size import title_lines
+
 Q_COLOUR, K_COLOUR = "#d95f02", "#1b9e77"
 
 
@@ -34,7 +36,8 @@ def head_grid(summary: pd.DataFrame, stat: str, labels: dict[str, str]) -> alt.C
     rings = base.transform_filter("datum.ring").mark_point(
         shape="circle", size=60, filled=False, color="#e6550d", strokeWidth=1.5).encode(
         tooltip=tooltip)
-    return (cells + rings).properties(width="container", height=6 * 60, title=labels["title"])
+    return (cells + rings).properties(width="container", height=6 * 60,
+                                      title=title_lines(labels["title"]))
 
 
 def qk_map(points: pd.DataFrame, link: str, colour: str, labels: dict[str, str]) -> alt.Chart:
@@ -65,4 +68,4 @@ def qk_map(points: pd.DataFrame, link: str, colour: str, labels: dict[str, str])
                  alt.Tooltip("position:Q", title=labels["position"]),
                  alt.Tooltip("frequency:Q", title=labels["frequency"]),
                  alt.Tooltip("text:N", title=labels["text"])],
-    ).properties(height=560, title=labels["title"])
+    ).properties(height=560, title=title_lines(labels["title"]))

@@ -1,6 +1,9 @@
 """How a single-view chart is sized: its own width and height, not the container's."""
 from __future__ import annotations
 
+import re
+import unicodedata
+
 import altair as alt
 
 # width/height are the plotting area; title, axes and legend come on top. Streamlit's default
@@ -12,3 +15,26 @@ NATURAL_SIZE = alt.AutoSizeParams(type="pad")
 def natural_size(chart):
     """The chart with NATURAL_SIZE autosizing."""
     return chart.properties(autosize=NATURAL_SIZE)
+
+
+def _units(text: str) -> int:
+    """Display width in half-widths: a CJK or full-width character counts two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def title_lines(text: str, units: int = 44) -> list[str]:
+    """A chart title broken into lines of at most `units` half-widths (44: about 330 px of a
+    bold 13 px title, so it fits a phone's 390 px screen), at spaces or between CJK
+    characters. Vega does not wrap a title: it cuts it with an ellipsis ("...每…")."""
+    pieces = re.findall(r"[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]|[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]+\s*|\s+",
+                        text)
+    lines, line = [], ""
+    for piece in pieces:
+        if line and _units((line + piece).rstrip()) > units:
+            lines.append(line.rstrip())
+            line = piece.lstrip()
+        else:
+            line += piece
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines

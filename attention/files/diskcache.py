@@ -111,6 +111,16 @@ def read(path: Path, key: str) -> Record | None:
         return None
 
 
+def holds(path: Path, key: str) -> bool:
+    """Whether `path` holds a record written for `key` (reads its small header only: a page
+    asks this before deciding to say how long a computation will take)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return json.loads(zf.read(META)).get("key") == key
+    except Exception:                 # missing or damaged: read() would not return it either
+        return False
+
+
 def write(path: Path, key: str, record: Record) -> None:
     """Store `record` at `path` atomically; a directory that cannot be written is skipped."""
     meta = {"key": key, "frames": list(record.frames), "values": dict(record.values)}

@@ -131,6 +131,42 @@ def scaling_seeds(seed: int) -> tuple[int, int, int]:
     return (seed, seed + 1, seed + 2)
 
 
+def stored(seed: int) -> dict[str, bool]:
+    """Whether each of `seed`'s two experiments ("sharpening", "scaling") is on disk or
+    shipped, so showing it trains nothing."""
+    keys = {"sharpening": _study_key(seed), "scaling": _scaling_key(scaling_seeds(seed))}
+    return {name: any(diskcache.holds(diskcache.path_for(name, k, where), k)
+                      for where in (None, SHIPPED)) for name, k in keys.items()}
+
+
+# A run's seconds per training step, evaluation included, over a bare step's (the probe's):
+# measured on two cores, sharpening 1.35-2.3 (its evaluation of 7 multipliers on the held-out
+# set weighs against 300 small steps), scaling 0.7-1.4. A server's first estimate only; later
+# ones use the rate its own last run measured (attention/ui/views/experiment.py).
+OVERHEAD = {"sharpening": 1.6, "scaling": 1.1}
+
+
+def step_seconds(kind: str, seed: int = 0, steps: int = 8) -> float:
+    """Seconds one training step of `kind` ("sharpening" or "scaling") takes on this machine:
+    throwaway heads of that run's shapes, two untimed steps (the first calls warm torch up),
+    then `steps` timed ones. Lives here, not in experiment.py, whose source is part of every
+    result's key."""
+    import time
+
+    from attention import experiment as ex     # torch: only to time training
+
+    if kind == "sharpening":
+        stacks, batch = [ex.Heads(ex.SHARPEN_DK, True, (seed,))], ex.SHARPEN_BATCH
+    else:
+        stacks = [ex.Heads(d_k, scaled, scaling_seeds(seed))
+                  for d_k in ex.SCALING_DKS for scaled in (True, False)]
+        batch = ex.SCALING_BATCH
+    ex.train(stacks, 2, batch)
+    start = time.perf_counter()
+    ex.train(stacks, steps, batch)
+    return (time.perf_counter() - start) / steps
+
+
 def precompute(seed: int = 0) -> None:
     """Both experiments the page shows for `seed`."""
     sharpening_study(seed)

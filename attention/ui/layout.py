@@ -6,6 +6,7 @@ fresh server), so the sidebar is drawn here, by every page, the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 from urllib.parse import urlencode
 
@@ -80,6 +81,10 @@ def _view_section(draw: Callable[..., None], args: tuple, kwargs: dict) -> None:
     draw(*args, **kwargs)
 
 
+# the app's few style rules (a narrow screen's wrapping), read once per process
+PAGE_CSS = (Path(__file__).with_name("page.css")).read_text(encoding="utf-8")
+
+
 def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
     """Configure the page, draw the shared sidebar and return the current spec.
 
@@ -89,6 +94,7 @@ def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
     state.keep_across_pages(title_key)
     st.set_page_config(page_title=f"{t(title_key)} · Attention Explorer",
                        page_icon=":material/grid_on:", layout="wide")
+    st.html(f"<style>{PAGE_CSS}</style>")
     draft, sidebar_problems = _sidebar(title_key)
     state.sidebar_drawn(title_key)
     share_slot = st.sidebar.container()

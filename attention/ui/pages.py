@@ -50,3 +50,9 @@ def by_title(key: str) -> PageEntry:
         if entry.title == key:
             return entry
     raise KeyError(key)
+
+
+def url_path(key: str) -> str:
+    """The URL path of the page titled by the interface-text key `key` ("Heatmap" for
+    "nav.heatmap", "" for the Input page): benchmarks and tests build links with it."""
+    return by_title(key).url_path

@@ -22,6 +22,7 @@ from attention.files import experiment_cache
 from attention.files.experiment_cache import scaling_seeds
 from attention.task import SharpeningStudy
 from attention.charts import experiment as charts
+from attention.ui import estimate
 from attention.ui.chart import show
 from attention.ui.explain import explanation
 from attention.ui.export import chart_buttons, csv_button
@@ -30,6 +31,7 @@ from attention.ui.text import lang, t
 
 SEED_RANGE = (0, 9999)
 SEED_VIEW = "sh_seed"    # URL key: sh_<name> on this page (docs/architecture.md)
+CACHE_HIT = 0.05         # s: less than this, a run came from the server's memory, not training
 
 
 def _with_progress(label: str, run):
@@ -59,13 +61,46 @@ def draw_experiments() -> None:
     progress bar runs. Training uses one torch thread, like every computation of the UI
     (attention/ui/__init__.py)."""
     seed = pick_seed()
-    study = sharpening(seed)
+    note = st.empty()          # a seed that trains: its time, estimated before, measured after
+    what = ("sharper", seed)
+    todo = [kind for kind, kept in experiment_cache.stored(seed).items() if not kept]
+    steps, seconds = _expected(seed, todo, note) if todo else ({}, 0.0)
+    study, took = estimate.timed(lambda: sharpening(seed))
+    took = {"sharpening": took}
     st.caption(t("sharper.cached", seed=seed))
     draw_sharpening(study)
     draw_importance(study)
-    sweep = scaling(seed)
+    sweep, took["scaling"] = estimate.timed(lambda: scaling(seed))
+    trained = [kind for kind in todo if took[kind] > CACHE_HIT]   # else the server kept it
+    for kind in trained:
+        estimate.RATES.record(("sharper", kind), took[kind], steps[kind])
+    if trained:
+        estimate.after(note, what, sum(took[kind] for kind in trained), seconds)
+    elif todo:
+        note.empty()
+    else:
+        estimate.show(note, what)
     draw_scaling(seed, sweep)
     draw_tables(seed, study, sweep)
+
+
+def _expected(seed: int, todo: list[str], note) -> tuple[dict[str, int], float]:
+    """(training steps of each run in `todo`, seconds they should take), the estimate drawn
+    into `note` before training starts: steps times the rate of the last such run on this
+    server, else a few steps timed just now times a measured allowance for the evaluation
+    (experiment_cache.OVERHEAD)."""
+    constants = experiment_cache.constants()
+    steps = {"sharpening": int(constants["SHARPEN_STEPS"]),
+             "scaling": int(constants["SCALING_STEPS"])}
+    rates = {kind: estimate.RATES.rate(("sharper", kind)) for kind in todo}
+    probed = any(rate is None for rate in rates.values())
+    seconds = 0.0
+    for kind, rate in rates.items():
+        if rate is None:
+            rate = experiment_cache.step_seconds(kind, seed) * experiment_cache.OVERHEAD[kind]
+        seconds += rate * steps[kind]
+    estimate.before(note, seconds, probed)
+    return steps, seconds
 
 
 def pick_seed() -> int:
