@@ -157,3 +157,12 @@ def test_paired_bootstrap_against_a_hand_computation():
     assert got.loc["base", "d_acc"] == 0 and got.loc["tau", "pairs"] == n
     assert got.loc["tau", "pieces"] == sum(10 + p for p in range(n))
     assert list(got.index) == ["base", "tau"]                      # the trained model first
+
+
+def test_ship_refusals_are_one_sentence_and_exit_2(capsys):
+    from attention.corpus.__main__ import main
+
+    assert main(["ship", "--model", "m", "--pairs", "bundled:en", "--sweeps", "heads"]) == 2
+    assert "global, layers" in capsys.readouterr().err
+    assert main(["ship", "--model", "m"]) == 2                 # neither --work nor --pairs
+    assert "--work" in capsys.readouterr().err
