@@ -264,7 +264,7 @@ def test_a_page_that_reads_stored_results_imports_no_torch():
     ("attention.tokens", ("parse_tokens",)),
     ("attention.experiment", ("sharpening_sweep", "sharpening_study", "scaling_sweep")),
     ("attention.pretrained", ("attention_weights",)),
-    ("attention.corpus", ("load",)),
+    ("attention.corpus", ("load", "pairs")),
     ("attention.config", ("LIMITS", "MAX_TOKENS")),
 ])
 def test_documented_entry_points_import(module, names):

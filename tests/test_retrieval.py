@@ -33,6 +33,15 @@ def test_bundled_pairs_count_licence_and_no_repeats():
     assert pairs(" Bundled:EN ") == got
 
 
+def test_pairs_is_importable_from_the_corpus_face_like_load():
+    import attention.corpus as corpus
+
+    assert "pairs" in corpus.__all__ and "load" in corpus.__all__
+    assert corpus.pairs("bundled:en") == pairs("bundled:en")
+    with pytest.raises(UserError):
+        corpus.pairs("bundled:zh")                             # the reason, not a number
+
+
 def test_at_least_a_third_of_the_pairs_have_hard_negatives_in_the_set():
     got, groups = pairs("bundled:en"), pair_groups()
     assert len(groups) == len(got)

@@ -22,6 +22,7 @@ VIEWS = [
     *[("pages/3_Model_heads.py", {**TEXT, "mh_tab": part})
       for part in ("heads", "table", "iv", "upload")],
     ("pages/4_Is_sharper_better.py", {}),
+    ("pages/4_Is_sharper_better.py", {"sh_model": "sentence"}),
     ("pages/5_Does_the_model_use_it.py", {"imp_tables": "True"}),
     ("pages/5_Does_the_model_use_it.py", {"imp_tables": "True", "imp_words": "False"}),
     ("pages/6_Corpus.py", {}), ("pages/6_Corpus.py", {"cp_folder": "shipped:zh",

@@ -171,3 +171,91 @@ def test_shipped_results_are_the_summaries_of_their_rows():
                                       table.reset_index(drop=True), check_exact=False,
                                       rtol=1e-4, atol=1e-5, check_dtype=False)
         assert set(rows[sweep]["text_id"]) <= set(range(len(texts)))
+
+
+# ------------------------------------------------------ the sentence model (paraphrase retrieval)
+
+
+def test_the_sentence_models_shipped_results_are_the_summaries_of_their_rows():
+    """MiniLM's retrieval sweeps ship under the current key over every bundled pair, and the
+    summaries beside them are recomputed from their own per-pair rows (float32)."""
+    from attention import config
+    from attention.corpus import pairs
+    from attention.sweeps import pairs as P
+
+    got = pairs("bundled:en")
+    summaries = P.read(config.BUNDLED, "bundled:en", got)
+    rows = P.read(config.BUNDLED, "bundled:en", got, "rows")
+    assert set(summaries) == set(rows) == {"global", "layers"}
+    for sweep, table in summaries.items():
+        assert int(table["pairs"].max()) == len(got)
+        assert len(rows[sweep]) == len(got) * len(P.pair_settings(sweep, 6))
+        again = P.summary(rows[sweep])
+        pd.testing.assert_frame_equal(again.reset_index(drop=True),
+                                      table.reset_index(drop=True), check_exact=False,
+                                      rtol=1e-4, atol=1e-5, check_dtype=False)
+
+
+def _pairs_shown(lang: str) -> dict:
+    """What the page must show for MiniLM, computed here from the shipped per-pair rows."""
+    from attention import config
+    from attention.corpus import pairs
+
+    from attention.sweeps import pairs as P
+
+    rows = P.read(config.BUNDLED, "bundled:en", pairs("bundled:en"), "rows")["global"]
+    base = rows[rows["family"] == "base"]
+    none = rows[(rows["family"] == "scale") & (rows["variant"] == "none")]
+    return {"acc0": float(base["hit"].mean()), "acc_none": float(none["hit"].mean()),
+            "pairs": base["pair_id"].nunique()}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_page_shows_the_sentence_models_numbers_from_the_shipped_rows(lang):
+    from tests.apptest import open_page
+
+    want = _pairs_shown(lang)
+    at = open_page("pages/4_Is_sharper_better.py", lang=lang, timeout=120, sh_model="sentence")
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    count = f"{want['pairs']} pairs" if lang == "en" else f"{want['pairs']} 个句对"
+    answer = [m.value for m in at.markdown if f"{want['acc0']:.3f}" in m.value]
+    assert answer, "the trained model's accuracy is not on the page"
+    assert f"{want['acc0']:.3f} → {want['acc_none']:.3f}" in answer[0]
+    assert count in answer[0]
+    lines = answer[0].splitlines()
+    assert len(lines) <= 3
+    assert ("all-MiniLM-L6-v2" in text) and ("[UNK]" in " ".join(c.value for c in at.caption))
+    infos = " ".join(i.value for i in at.info)
+    assert count in infos
+    assert len(at.get("vega_lite_chart")) >= 4
+    assert at.query_params.get("sh_model") in ("sentence", ["sentence"])
+
+
+def test_sentence_model_conclusions_say_the_data_cannot_tell_when_it_cannot():
+    from attention.sweeps import pairs as P
+
+    rng = np.random.default_rng(2)
+    rows = []
+    for s in P.pair_settings("global", 2):
+        # no scale: clearly worse; tau 0.5 clearly better; the rest a coin flip around base
+        shift = {"none": -0.5, "0.5": 0.5}.get(s.variant, 0.0) if s.family != "base" else 0.0
+        for p in range(40):
+            hit = float(rng.integers(0, 2)) if shift == 0.0 else float(shift > 0)
+            rows.append({"pair_id": p, "family": s.family, "variant": s.variant,
+                         "layer": s.layer, "head": -1, "hit": hit if s.family != "base"
+                         else float(p % 2), "rr": 0.5, "pieces": 20,
+                         "max_weight": 0.9 if s.variant == "none" else 0.5,
+                         "entropy": 1.0, "own_max_weight": 0.5, "own_entropy": 1.0})
+    g = P.summary(pd.DataFrame(rows), n_boot=200)
+    answer = conclusions.pairs_answer(g, "TinyBERT", "en")
+    assert len(answer) == 3
+    assert "sharper" in answer[0] and "worse" in answer[0] and "40 pairs" in answer[0]
+    assert answer[2].startswith("A setting other than the trained one is better: τ = 0.5")
+    few = conclusions.pairs_answer(g.assign(pairs=8), "TinyBERT", "en")
+    from attention.conclusions.importance import MIN_TEXTS
+
+    assert few == [f"The data cannot tell: 8 pairs are fewer than the {MIN_TEXTS} a statement "
+                   "about the set needs."]
+    sentence = conclusions.pairs_scale_sentence(g, "zh")
+    assert "数据无法判断" in sentence or "变差" in sentence

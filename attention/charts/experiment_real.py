@@ -40,22 +40,31 @@ def _colour(lang: str) -> alt.Color:
                                      range=[TRAINED, OTHER]))
 
 
-def quality_chart(g: pd.DataFrame, lang: str, measure: str = "max_weight") -> alt.LayerChart:
-    """Perplexity against sharpness, one point per global setting, both intervals."""
+# The quality on the y axis per kind of model: (value, low, high, axis title key, log, count)
+PERPLEXITY = ("ppl", "ppl_lo", "ppl_hi", "axis_ppl", True, "texts")
+ACCURACY = ("accuracy", "acc_lo", "acc_hi", "axis_accuracy", False, "pairs")
+
+
+def quality_chart(g: pd.DataFrame, lang: str, measure: str = "max_weight",
+                  quality: tuple = PERPLEXITY) -> alt.LayerChart:
+    """Quality (perplexity of a causal LM, retrieval accuracy of a sentence model) against
+    sharpness, one point per global setting, both intervals."""
     data = _named(g, lang)
+    value, qlo, qhi, title, log, count = quality
     lo, hi = ("mw_lo", "mw_hi") if measure == "max_weight" else ("ent_lo", "ent_hi")
     x_title = _t(lang, "axis_max_weight" if measure == "max_weight" else "axis_entropy")
-    xscale, yscale = alt.Scale(zero=False), alt.Scale(type="log")
+    xscale = alt.Scale(zero=False)
+    yscale = alt.Scale(type="log") if log else alt.Scale(zero=False)
     x = alt.X(f"{measure}:Q", title=x_title, scale=xscale)
-    y = alt.Y("ppl:Q", title=_t(lang, "axis_ppl"), scale=yscale)
+    y = alt.Y(f"{value}:Q", title=_t(lang, title), scale=yscale)
     tips = [alt.Tooltip("setting:N", title=_t(lang, "axis_setting")),
-            _tip("ppl:Q", lang, ".2f"), _tip("ppl_lo:Q", lang, ".2f"),
-            _tip("ppl_hi:Q", lang, ".2f"), _tip(f"{measure}:Q", lang, ".3f"),
-            _tip("texts:Q", lang)]
+            _tip(f"{value}:Q", lang, ".3f"), _tip(f"{qlo}:Q", lang, ".3f"),
+            _tip(f"{qhi}:Q", lang, ".3f"), _tip(f"{measure}:Q", lang, ".3f"),
+            _tip(f"{count}:Q", lang)]
     base = alt.Chart(data)
     points = base.mark_point(filled=True, size=70).encode(x=x, y=y, color=_colour(lang),
                                                           tooltip=tips)
-    ybars = base.mark_rule().encode(x=x, y=alt.Y("ppl_lo:Q", scale=yscale), y2="ppl_hi:Q",
+    ybars = base.mark_rule().encode(x=x, y=alt.Y(f"{qlo}:Q", scale=yscale), y2=f"{qhi}:Q",
                                     color=_colour(lang))
     xbars = base.mark_rule().encode(x=alt.X(f"{lo}:Q", scale=xscale), x2=f"{hi}:Q", y=y,
                                     color=_colour(lang))
@@ -74,7 +83,7 @@ def quality_chart(g: pd.DataFrame, lang: str, measure: str = "max_weight") -> al
 
 
 def interval_bars(data: pd.DataFrame, lang: str, value: str, lo: str, hi: str, title: str,
-                  log: bool = False) -> alt.LayerChart:
+                  log: bool = False, count: str = "texts") -> alt.LayerChart:
     """One row per setting (named), a point with its interval; the trained model in red."""
     data = _named(data, lang)
     y = alt.Y("setting:N", title=None, sort=None, axis=alt.Axis(labelLimit=320))
@@ -83,7 +92,7 @@ def interval_bars(data: pd.DataFrame, lang: str, value: str, lo: str, hi: str, t
     base = alt.Chart(data)
     tips = [alt.Tooltip("setting:N", title=_t(lang, "axis_setting")),
             _tip(f"{value}:Q", lang, ".3f"), _tip(f"{lo}:Q", lang, ".3f"),
-            _tip(f"{hi}:Q", lang, ".3f"), _tip("texts:Q", lang)]
+            _tip(f"{hi}:Q", lang, ".3f"), _tip(f"{count}:Q", lang)]
     return (base.mark_rule().encode(y=y, x=alt.X(f"{lo}:Q", title=title, scale=scale),
                                     x2=f"{hi}:Q", color=_colour(lang))
             + base.mark_point(filled=True, size=60).encode(y=y, x=x, color=_colour(lang),
@@ -91,12 +100,16 @@ def interval_bars(data: pd.DataFrame, lang: str, value: str, lo: str, hi: str, t
             ).properties(width=420, height=alt.Step(26))
 
 
-def layer_chart(layers: pd.DataFrame, family: str, lang: str) -> alt.LayerChart:
-    """ΔNLL against the layer for one family of per-layer settings (colour: τ), intervals."""
+def layer_chart(layers: pd.DataFrame, family: str, lang: str,
+                change: tuple = ("d_nll", "d_lo", "d_hi", "axis_dnll", "texts")) -> alt.LayerChart:
+    """The change against the trained model (ΔNLL, or Δ accuracy: `change` = value, low,
+    high, axis title key, count) per layer for one family of per-layer settings (colour:
+    τ), with intervals."""
+    value, lo, hi, title, count = change
     data = layers[layers["family"] == family].copy()
     data["tau"] = data["variant"].where(data["variant"] != "", _t(lang, "set_base"))
     x = alt.X("layer:O", title=_t(lang, "axis_layer"))
-    y = alt.Y("d_nll:Q", title=_t(lang, "axis_dnll"))
+    y = alt.Y(f"{value}:Q", title=_t(lang, title))
     colour = alt.Color("tau:N", title=_t(lang, "axis_tau") if family == "tau" else None,
                        legend=alt.Legend(orient="top") if family == "tau" else None,
                        scale=alt.Scale(domain=list(TAU_COLORS), range=list(TAU_COLORS.values()))
@@ -104,31 +117,34 @@ def layer_chart(layers: pd.DataFrame, family: str, lang: str) -> alt.LayerChart:
     offset = alt.XOffset("tau:N") if family == "tau" else alt.XOffset()
     base = alt.Chart(data)
     tips = [_tip("layer:O", lang), alt.Tooltip("tau:N", title=_t(lang, "axis_tau")),
-            _tip("d_nll:Q", lang, "+.4f"), _tip("d_lo:Q", lang, "+.4f"),
-            _tip("d_hi:Q", lang, "+.4f"), _tip("texts:Q", lang)]
+            _tip(f"{value}:Q", lang, "+.4f"), _tip(f"{lo}:Q", lang, "+.4f"),
+            _tip(f"{hi}:Q", lang, "+.4f"), _tip(f"{count}:Q", lang)]
     zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#555", strokeDash=[4, 3]) \
         .encode(y="y:Q")
-    return (zero + base.mark_rule().encode(x=x, xOffset=offset, y="d_lo:Q", y2="d_hi:Q",
+    return (zero + base.mark_rule().encode(x=x, xOffset=offset, y=f"{lo}:Q", y2=f"{hi}:Q",
                                            color=colour)
             + base.mark_point(filled=True, size=40).encode(x=x, xOffset=offset, y=y,
                                                            color=colour, tooltip=tips)
             ).properties(width=620, height=260)
 
 
-def tau_chart(g: pd.DataFrame, lang: str) -> alt.LayerChart:
-    """Perplexity against τ in every layer (τ = 1 is the trained model), intervals."""
+def tau_chart(g: pd.DataFrame, lang: str, quality: tuple = PERPLEXITY) -> alt.LayerChart:
+    """Quality (PERPLEXITY or ACCURACY) against τ in every layer (τ = 1 is the trained
+    model), intervals."""
+    value, lo, hi, title, log, count = quality
     data = g[g["family"].isin(["tau", "base"])].copy()
     data["tau"] = [1.0 if f == "base" else float(v) for f, v in zip(data["family"], data["variant"])]
     data = data.sort_values("tau")
+    yscale = alt.Scale(type="log") if log else alt.Scale(zero=False)
     x = alt.X("tau:Q", title=_t(lang, "axis_tau"), scale=alt.Scale(type="log", base=2))
-    y = alt.Y("ppl:Q", title=_t(lang, "axis_ppl"), scale=alt.Scale(type="log"))
+    y = alt.Y(f"{value}:Q", title=_t(lang, title), scale=yscale)
     base = alt.Chart(data)
-    tips = [_tip("tau:Q", lang), _tip("ppl:Q", lang, ".2f"),
-            _tip("ppl_lo:Q", lang, ".2f"), _tip("ppl_hi:Q", lang, ".2f"),
-            _tip("max_weight:Q", lang, ".3f"), _tip("texts:Q", lang)]
+    tips = [_tip("tau:Q", lang), _tip(f"{value}:Q", lang, ".3f"),
+            _tip(f"{lo}:Q", lang, ".3f"), _tip(f"{hi}:Q", lang, ".3f"),
+            _tip("max_weight:Q", lang, ".3f"), _tip(f"{count}:Q", lang)]
     return (base.mark_line(color=OTHER) + base.mark_rule(color=OTHER).encode(
-        x=x, y=alt.Y("ppl_lo:Q", title=_t(lang, "axis_ppl"), scale=alt.Scale(type="log")),
-        y2="ppl_hi:Q")
+        x=x, y=alt.Y(f"{lo}:Q", title=_t(lang, title), scale=yscale),
+        y2=f"{hi}:Q")
             + base.mark_point(filled=True, color=OTHER, size=50).encode(x=x, y=y, tooltip=tips)
             ).encode(x=x, y=y).properties(width=300, height=260)
 

@@ -142,3 +142,107 @@ def heads_sentence(agree: pd.DataFrame, per_head: pd.DataFrame, lang: str) -> st
     return _t(lang, f"heads_{side}", rho=pooled["spearman"], lo=pooled["ci_low"], hi=pooled["ci_high"],
               nlo=pooled["null_low"], nhi=pooled["null_high"], heads=int(pooled["heads"]),
               texts=texts, clear=len(clear), layers=len(layers))
+
+
+# ---------------------------------------------------------------- a sentence model (retrieval)
+# The same question on a sentence model, whose quality is paraphrase retrieval over a whole
+# pair set (attention.sweeps.pairs): higher accuracy is better, intervals are paired over pairs.
+
+def pair_verdict(row) -> str:
+    """better / worse / unclear: the paired Δ accuracy's 95% interval against 0."""
+    if row["d_acc_lo"] > 0:
+        return "better"
+    if row["d_acc_hi"] < 0:
+        return "worse"
+    return "unclear"
+
+
+def _pair_interval(row) -> dict:
+    return {"d": row["d_acc"], "lo": row["d_acc_lo"], "hi": row["d_acc_hi"],
+            "acc1": row["accuracy"], "pairs": int(row["pairs"])}
+
+
+def _few_pairs(table: pd.DataFrame, lang: str) -> str | None:
+    pairs = int(table["pairs"].max()) if len(table) else 0
+    return _t(lang, "pairs_too_few", pairs=pairs, min=MIN_TEXTS) if pairs < MIN_TEXTS else None
+
+
+def pairs_answer(g: pd.DataFrame, model: str, lang: str) -> list[str]:
+    """At most three sentences on a sentence model: what removing the scale does to its
+    attention and its retrieval, whether the sharper settings retrieve better, and whether a
+    setting beats the trained model."""
+    few = _few_pairs(g, lang)
+    if few:
+        return [few]
+    base = g[g["family"] == "base"].iloc[0]
+    out = []
+    none = g[(g["family"] == "scale") & (g["variant"] == "none") & (g["layer"] < 0)]
+    if len(none):
+        r = none.iloc[0]
+        out.append(_t(lang, f"pairs_scale_{pair_verdict(r)}", model=model,
+                      sharper=_t(lang, "sharper" if r["max_weight"] > base["max_weight"]
+                                 else "flatter"),
+                      mw0=base["max_weight"], mw1=r["max_weight"], acc0=base["accuracy"],
+                      **_pair_interval(r)))
+    others = g[g["family"] != "base"]
+    sharper = others[others["max_weight"] > base["max_weight"]]
+    flatter = others[others["max_weight"] <= base["max_weight"]]
+    count = lambda t, v: int((t.apply(pair_verdict, axis=1) == v).sum()) if len(t) else 0  # noqa: E731
+    s_worse, s_better = count(sharper, "worse"), count(sharper, "better")
+    f_worse, f_better = count(flatter, "worse"), count(flatter, "better")
+    lead = "neither" if s_better == 0 and f_better == 0 \
+        else "not" if s_worse > s_better \
+        else "flatter_worse" if s_better > s_worse and f_worse > f_better \
+        else "yes" if s_better > s_worse else "mixed"
+    out.append(_t(lang, "pairs_sharper_count", lead=_t(lang, f"lead_{lead}"),
+                  sharper=len(sharper), s_worse=s_worse, s_better=s_better,
+                  flatter=len(flatter), f_worse=f_worse, f_better=f_better,
+                  pairs=int(base["pairs"])))
+    verdicts = others.apply(pair_verdict, axis=1)
+    clear = others[verdicts == "better"] if (verdicts == "better").any() else others
+    best = clear.sort_values("d_acc", ascending=False).iloc[0]    # a clear gain before a point
+    out.append(_t(lang, f"pairs_best_{pair_verdict(best)}", setting=setting_name(best, lang),
+                  acc0=base["accuracy"], mw0=base["max_weight"], mw1=best["max_weight"],
+                  m0=base["mrr"], m1=best["mrr"], mlo=best["d_mrr_lo"], mhi=best["d_mrr_hi"],
+                  **_pair_interval(best)))
+    return out
+
+
+def pairs_scale_sentence(g: pd.DataFrame, lang: str) -> str:
+    """The scale variants in one sentence: each one's Δ accuracy with its interval."""
+    few = _few_pairs(g, lang)
+    if few:
+        return few
+    parts = [_t(lang, f"pairs_part_{pair_verdict(r)}", setting=setting_name(r, lang),
+                **_pair_interval(r))
+             for _, r in g[g["family"] == "scale"].sort_values("d_acc").iterrows()]
+    return _t(lang, "pairs_scales", parts=_t(lang, "list_sep").join(parts),
+              acc0=float(g.loc[g["family"] == "base", "accuracy"].iloc[0]),
+              pairs=int(g["pairs"].max()))
+
+
+def pairs_temperature_sentence(g: pd.DataFrame, layers: pd.DataFrame | None, lang: str) -> str:
+    few = _few_pairs(g, lang)
+    if few:
+        return few
+    taus = g[g["family"] == "tau"]
+    better = taus[taus.apply(pair_verdict, axis=1) == "better"].sort_values("d_acc")
+    worse = taus[taus.apply(pair_verdict, axis=1) == "worse"]
+    name = lambda t: "、".join(t["variant"]) if lang == "zh" else ", ".join(t["variant"])  # noqa: E731
+    if len(better):
+        top = better.iloc[-1]
+        text = _t(lang, "pairs_tau_better", taus=name(better.sort_values("d_acc",
+                                                                          ascending=False)),
+                  tau=top["variant"], worse=name(worse) or "—", **_pair_interval(top))
+    else:
+        top = taus.sort_values("d_acc").iloc[-1]
+        text = _t(lang, f"pairs_tau_{pair_verdict(top)}", tau=top["variant"],
+                  **_pair_interval(top))
+    if layers is not None and len(layers) and not _few_pairs(layers, lang):
+        per = layers[layers["family"] == "tau"]
+        clear = per[per.apply(pair_verdict, axis=1) != "unclear"]
+        big = per.loc[per["d_acc"].abs().idxmax()]
+        text += " " + _t(lang, "pairs_tau_layers", clear=len(clear), total=len(per),
+                         worse=int((per.apply(pair_verdict, axis=1) == "worse").sum()),
+                         tau=big["variant"], layer=int(big["layer"]), **_pair_interval(big))
+    return text

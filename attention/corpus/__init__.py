@@ -3,8 +3,9 @@
 qkmap.py). `python -m attention.corpus run ...` starts it (docs/corpus.md).
 
 The corpora themselves (bundled texts, files, uploads) are read by attention.text.corpora,
-below both this job and the importance measures; `load` stays importable from here.
+below both this job and the importance measures; `load` and `pairs` (the paraphrase pairs of
+a source) stay importable from here.
 """
-from attention.text.corpora import BUNDLED, load
+from attention.text.corpora import BUNDLED, load, pairs
 
-__all__ = ["BUNDLED", "load"]
+__all__ = ["BUNDLED", "load", "pairs"]

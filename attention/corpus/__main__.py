@@ -3,6 +3,7 @@
        [--what stats,importance,qk,nll] [--sample N] [--workers K]
        [--sweeps global,layers,heads] [--limit N]        (nll: a causal LM's sweeps)
 python -m attention.corpus ship --model MODEL --work DIR [--sweeps global,layers,heads] [--now]
+python -m attention.corpus ship --model SENTENCE_MODEL --pairs bundled:en [--sweeps global,layers]
 python -m attention.corpus embed --out DIR [--heads all|L.H,...]   (the global view's maps)
 
 Every refusal is one sentence on stderr and exit code 2 (docs/corpus.md)."""
@@ -37,8 +38,11 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("ship", help="run (or resume) the causal-LM sweeps and ship their rows")
     s.add_argument("--model", required=True)
     s.add_argument("--corpus", default="bundled:en")
-    s.add_argument("--work", required=True, help="the jobs' folders (kept: a rerun resumes)")
-    s.add_argument("--sweeps", default="global,layers,heads")
+    s.add_argument("--work", default=None, help="the jobs' folders (kept: a rerun resumes)")
+    s.add_argument("--pairs", default=None,
+                   help="a sentence model's retrieval sweeps over this pair set instead")
+    s.add_argument("--sweeps", default=None, help="default global,layers,heads "
+                   "(with --pairs: global,layers)")
     s.add_argument("--engine", default="local", choices=("local", "ray"))
     s.add_argument("--address", default=None)
     s.add_argument("--workers", type=int, default=2)
@@ -88,13 +92,38 @@ def _ship(args) -> int:
     from attention.sweeps.settings import SWEEPS
     from attention.sweeps.ship import ship
 
-    sweeps = [w.strip() for w in args.sweeps.split(",") if w.strip()]
+    if args.pairs:
+        return _ship_pairs(args)
+    if not args.work:
+        sys.stderr.write("ship needs --work DIR (the jobs' folders), or --pairs SOURCE.\n")
+        return 2
+    sweeps = [w.strip() for w in (args.sweeps or "global,layers,heads").split(",") if w.strip()]
     if not sweeps or any(w not in SWEEPS for w in sweeps):
         sys.stderr.write(f"--sweeps takes a comma-separated list of {', '.join(SWEEPS)}.\n")
         return 2
     for path in ship(args.model, args.corpus, args.work, sweeps, engine=args.engine,
                      address=args.address, workers=args.workers, now=args.now,
                      progress=not args.quiet):
+        print(f"Wrote {path.name}")
+    return 0
+
+
+def _ship_pairs(args) -> int:
+    from attention.errors import UserError
+    from attention.sweeps.pairs import SWEEPS
+    from attention.sweeps.ship import ship_pairs
+
+    sweeps = [w.strip() for w in (args.sweeps or "global,layers").split(",") if w.strip()]
+    if not sweeps or any(w not in SWEEPS for w in sweeps):
+        sys.stderr.write(f"--sweeps with --pairs takes a comma-separated list of "
+                         f"{', '.join(SWEEPS)}.\n")
+        return 2
+    try:
+        paths = ship_pairs(args.model, args.pairs, sweeps, progress=not args.quiet)
+    except UserError as err:
+        sys.stderr.write(f"{err}\n")
+        return 2
+    for path in paths:
         print(f"Wrote {path.name}")
     return 0
 

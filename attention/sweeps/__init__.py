@@ -5,7 +5,10 @@ setting, the mean negative log-likelihood per predicted piece and how sharp the 
     engine.py     one batch of texts under many settings, sharing the unmodified prefix
     stats.py      paired bootstrap over texts against the unmodified model, no torch
     shipped.py    the shipped per-text results (attention/data/sweeps), read without torch
+    sentence.py   a sentence model under the same settings: paraphrase retrieval per pair
+    pairs.py      its settings, paired bootstrap over pairs and shipped files, no torch
 
-The corpus job computes the per-text rows (`python -m attention.corpus run --what nll`)."""
+The corpus job computes the per-text rows (`python -m attention.corpus run --what nll`);
+`python -m attention.corpus ship --pairs bundled:en` the sentence model's per-pair rows."""
 
 __all__: list[str] = []   # import its modules: sweeps.<module>

@@ -58,3 +58,33 @@ def derive(rows, target: Path, sweep: str) -> list[Path]:
         out.append(shipped.write_table(stats.agreement(per_head),
                                        shipped.derived(target, "agreement")))
     return out
+
+
+def ship_pairs(model_source: str, source: str, sweeps=("global", "layers"), *,
+               progress: bool = True) -> list[Path]:
+    """A sentence model's sweeps over a whole pair set (attention.sweeps.sentence), shipped
+    beside the causal LM's: per sweep, one row per (pair, setting) and their summary. The
+    retrieval of a pair needs every sentence of the set under the same setting, so a sweep
+    runs whole (MiniLM on the 320 bundled pairs: minutes on one core)."""
+    import sys
+    import time
+
+    from attention.corpus.shards import load_model_for_job
+    from attention.sweeps import pairs as P
+    from attention.sweeps.sentence import pair_table
+    from attention.text.corpora import pairs as load_pairs
+
+    model = load_model_for_job(model_source)
+    got = load_pairs(source)
+    written = []
+    for sweep in sweeps:
+        start = time.perf_counter()
+        tick = (lambda done, total: sys.stderr.write(f"\r{sweep}: batch {done}/{total}")) \
+            if progress else None
+        rows = pair_table(model, got, sweep, progress=tick)
+        if progress:
+            sys.stderr.write(f"\r{sweep}: {len(got)} pairs x "
+                             f"{rows.groupby(P.KEYS).ngroups} settings in "
+                             f"{time.perf_counter() - start:.0f} s\n")
+        written += P.write(rows, P.path(model.name, source, got, sweep))
+    return written

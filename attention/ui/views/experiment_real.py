@@ -1,6 +1,8 @@
 """The real-models section of "Is sharper better?": the causal-LM sweeps' shipped results
-(attention.sweeps.shipped, computed by the corpus job), read without torch. The answer
-first (at most three sentences), then each chart with its one-line finding.
+(attention.sweeps.shipped, computed by the corpus job) and the sentence model's retrieval
+sweeps (attention.sweeps.pairs), read without torch; a model picker (sh_model in the URL)
+chooses which. The answer first (at most three sentences), then each chart with its one-line
+finding.
 
     draw_real_models()
 """
@@ -17,9 +19,13 @@ from attention.ui.state import view_widget
 from attention.ui.text import lang, t
 
 MODEL = config.BUNDLED_LM
+SENTENCE_MODEL = config.BUNDLED
 CORPUS = "bundled:en"
+PAIRS = "bundled:en"
 MEASURES = ("max_weight", "entropy")
 MEASURE_VIEW = "sh_measure"      # URL key (docs/architecture.md: sh_ on this page)
+KINDS = ("lm", "sentence")       # the causal LM (next-piece loss), the sentence model (retrieval)
+MODEL_VIEW = "sh_model"
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -42,9 +48,32 @@ def _section(title_key: str, caption: str, chart, name: str, finding: str | None
     chart_buttons(chart, name, table)
 
 
+@st.cache_data(max_entries=4, show_spinner=False)
+def _pair_tables(model: str, source: str) -> tuple[dict, int]:
+    from attention.corpus import pairs
+    from attention.sweeps import pairs as sweeps
+
+    got = pairs(source)
+    return sweeps.read(model, source, got), len(got)
+
+
+def _measure() -> str:
+    return view_widget(MEASURE_VIEW, st.radio, default="max_weight", cast=str,
+                       valid=MEASURES.__contains__, label=t("realsharp.sharpness_measure"),
+                       options=MEASURES, horizontal=True,
+                       format_func=lambda m: t(f"realsharp.measure_{m}"))
+
+
 def draw_real_models() -> None:
     code = lang()
     st.header(t("realsharp.title"))
+    kind = view_widget(MODEL_VIEW, st.radio, default="lm", cast=str, valid=KINDS.__contains__,
+                       label=t("realsharp.pick_model"), options=KINDS, horizontal=True,
+                       format_func=lambda k: t(f"realsharp.model_{k}",
+                                               model=MODEL if k == "lm" else SENTENCE_MODEL))
+    if kind == "sentence":
+        _draw_sentence_model(code)
+        return
     st.markdown(t("realsharp.intro", model=MODEL))
     tables = _tables(MODEL, CORPUS)
     summary = tables["summary"]
@@ -56,10 +85,7 @@ def draw_real_models() -> None:
     st.subheader(t("realsharp.answer"))
     st.markdown("\n".join(f"- {s}" for s in conclusions.answer(g, MODEL, code)))
     texts = int(g["texts"].max())
-    measure = view_widget(MEASURE_VIEW, st.radio, default="max_weight", cast=str,
-                          valid=MEASURES.__contains__, label=t("realsharp.sharpness_measure"),
-                          options=MEASURES, horizontal=True,
-                          format_func=lambda m: t(f"realsharp.measure_{m}"))
+    measure = _measure()
     _section("realsharp.sec_quality", t("realsharp.quality_caption", texts=texts),
              charts.quality_chart(g, code, measure), "sharpness_quality", None, g)
     scales = g[g["family"].isin(["base", "scale"])]
@@ -96,9 +122,14 @@ SHOWN = ("texts", "pieces", "nll", "nll_lo", "nll_hi", "ppl", "ppl_lo", "ppl_hi"
          "d_lo", "d_hi", "max_weight", "mw_lo", "mw_hi", "entropy", "ent_lo", "ent_hi")
 
 
-def shown_summary(frame, code: str):
+PAIR_SHOWN = ("pairs", "accuracy", "acc_lo", "acc_hi", "d_acc", "d_acc_lo", "d_acc_hi", "mrr",
+              "mrr_lo", "mrr_hi", "d_mrr", "d_mrr_lo", "d_mrr_hi", "max_weight", "mw_lo",
+              "mw_hi", "entropy", "ent_lo", "ent_hi")
+
+
+def shown_summary(frame, code: str, columns=SHOWN):
     """One row per setting, named in words, with translated headers."""
-    shown = frame[[c for c in SHOWN if c in frame]].copy()
+    shown = frame[[c for c in columns if c in frame]].copy()
     shown.insert(0, "setting", [conclusions.setting_name(r, code) for _, r in frame.iterrows()])
     return shown.rename(columns={c: t(f"realsharp.col_{c}") for c in shown.columns})
 
@@ -123,3 +154,47 @@ def _reference() -> float:
     g = _tables(MODEL, CORPUS)["summary"]["global"]
     base = g[g["family"] == "base"].iloc[0]
     return float(base["pieces"]) / float(base["texts"]) + 1.0
+
+
+def _draw_sentence_model(code: str) -> None:
+    """The sentence model: paraphrase retrieval over the whole pair set under each setting."""
+    name = SENTENCE_MODEL
+    summary, count = _pair_tables(name, PAIRS)
+    st.markdown(t("realsharp.intro_pairs", model=name, pairs=count, sentences=2 * count))
+    st.caption(t("realsharp.pairs_chinese", model=name))
+    g = summary.get("global")
+    if g is None or not len(g):
+        st.warning(t("realsharp.pairs_missing", model=name))
+        return
+    layers = summary.get("layers")
+    st.subheader(t("realsharp.answer"))
+    st.markdown("\n".join(f"- {s}" for s in conclusions.pairs_answer(g, name, code)))
+    pairs = int(g["pairs"].max())
+    measure = _measure()
+    _section("realsharp.sec_quality", t("realsharp.pairs_quality_caption", pairs=pairs),
+             charts.quality_chart(g, code, measure, charts.ACCURACY), "sharpness_retrieval",
+             None, g)
+    base = g[g["family"] == "base"].iloc[0]
+    reference = float(base["pieces"]) / (2 * pairs)       # mean pieces per sentence of the set
+    _section("realsharp.sec_scale", t("realsharp.pairs_scale_caption", reference=reference,
+                                      pairs=pairs),
+             charts.interval_bars(g[g["family"].isin(["base", "scale"])], code, "accuracy",
+                                  "acc_lo", "acc_hi", t("realsharp.axis_accuracy"),
+                                  count="pairs"),
+             "scale_variants_retrieval", conclusions.pairs_scale_sentence(g, code))
+    st.subheader(t("realsharp.sec_temperature"))
+    st.caption(t("realsharp.pairs_temperature_caption",
+                 pairs=int(layers["pairs"].max()) if layers is not None else pairs))
+    show(charts.tau_chart(g, code, charts.ACCURACY), width="content")
+    if layers is not None:
+        show(charts.layer_chart(layers, "tau", code,
+                                ("d_acc", "d_acc_lo", "d_acc_hi", "axis_dacc", "pairs")),
+             width="content")
+    else:
+        st.caption(t("realsharp.layers_missing"))
+    st.info(conclusions.pairs_temperature_sentence(g, layers, code), icon=":material/insights:")
+    with st.expander(t("realsharp.table")):
+        for sweep, frame in summary.items():
+            st.dataframe(shown_summary(frame, code, PAIR_SHOWN), hide_index=True,
+                         width="stretch")
+            csv_button(frame, f"{name}_{sweep}_retrieval_summary")
