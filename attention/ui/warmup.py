@@ -71,9 +71,9 @@ def _analysis() -> None:
 
 
 def _model() -> None:
-    from attention.ui import model
+    from attention import models
 
-    model._model(model.models.BUNDLED)   # the page's own cache_resource entry: ensure_model() shares it
+    models.load_model(models.BUNDLED)    # into the models' store, which ensure_model() reads
 
 
 def _convert() -> None:
