@@ -84,6 +84,62 @@ def test_key_changes_with_each_source_file(tmp_path, monkeypatch):
     assert len(seen) == 1 + len(sources)
 
 
+def test_a_comment_or_docstring_edit_keeps_the_key_a_code_edit_changes_it(tmp_path):
+    """The one results-store key reads a module's code, not its prose: a comment, a docstring
+    or a blank line forces no re-run; a changed constant, a renamed name, a moved statement
+    do. A data file counts as its bytes; a folder as every module under it."""
+    mod, data = tmp_path / "m.py", tmp_path / "pairs.tsv"
+    mod.write_text('"""Doc."""\nA = 1\n\n\ndef f(x):\n    """Says f."""\n    return x + A\n')
+    data.write_text("a\tb\n")
+    base = diskcache.fingerprint([mod, data], {"s": 1})
+    for prose in ('"""Other doc."""\n# a comment\nA = 1  # one\n\ndef f(x):\n'
+                  '    """Says f, longer."""\n\n    return x + A\n',
+                  'A = 1\ndef f(x):\n    return x + A\n'):
+        mod.write_text(prose)
+        assert diskcache.fingerprint([mod, data], {"s": 1}) == base
+    for code in ('A = 2\ndef f(x):\n    return x + A\n', 'A = 1\ndef f(y):\n    return y + A\n',
+                 'def f(x):\n    return x + A\nA = 1\n', 'A = 1\ndef f(x):\n    "x"\n'):
+        mod.write_text(code)
+        assert diskcache.fingerprint([mod, data], {"s": 1}) != base
+    mod.write_text('A = 1\ndef f(x):\n    return x + A\n')
+    assert diskcache.fingerprint([mod, data], {"s": 1}) == base
+    assert diskcache.fingerprint([mod, data], {"s": 2}) != base
+    data.write_text("a\tc\n")
+    assert diskcache.fingerprint([mod, data], {"s": 1}) != base
+    package = diskcache.fingerprint([tmp_path], {})
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "n.py").write_text("B = 1\n")
+    assert diskcache.fingerprint([tmp_path], {}) != package
+
+
+def test_every_store_keys_through_the_one_helper():
+    """The experiment's, importance's, the sweeps' and the corpus job's keys are
+    diskcache.fingerprint's (no store hashes source text itself)."""
+    from pathlib import Path
+
+    root = Path(diskcache.__file__).resolve().parent.parent
+    assert hashing_sources(root) == []
+
+
+def hashing_sources(root) -> list[str]:
+    """Modules (but diskcache.py) that hash source files they read themselves."""
+    found = []
+    for p in sorted(root.rglob("*.py")):
+        text = p.read_text(encoding="utf-8")
+        if p.name != "diskcache.py" and "hashlib" in text and (
+                "SOURCES" in text or ".rglob(" in text) and (
+                "read_bytes" in text or "read_text" in text):
+            found.append(p.relative_to(root).as_posix())
+    return found
+
+
+def test_the_hashing_check_finds_a_store_that_hashes_its_own_sources(tmp_path):
+    (tmp_path / "shards.py").write_text(
+        "import hashlib\ndef v():\n    h = hashlib.sha256()\n"
+        "    for p in PACKAGE.rglob('*.py'):\n        h.update(p.read_bytes())\n")
+    assert hashing_sources(tmp_path) == ["shards.py"]
+
+
 def test_real_sources_are_the_experiment_its_core_metrics_and_rank_correlation():
     assert sorted(p.name for p in xc.SOURCES) == ["core.py", "experiment.py", "rank.py", "rows.py"]
     assert all(p.is_file() for p in xc.SOURCES)
