@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pandas as pd  # noqa: E402
 
 from attention import config  # noqa: E402
-from attention.files import diskcache  # noqa: E402
+from attention import diskcache  # noqa: E402
 
 MODELS = (config.BUNDLED, config.BUNDLED_LM)      # the sweeps' shipped models and corpora
 CORPORA = ("bundled:en", "bundled:zh")
@@ -89,8 +89,8 @@ def rekey_zip(old: Path, new: Path, key: str) -> float:
 
 def zip_targets() -> list[tuple[Path, str, Path, str]]:
     """(folder, store name, current path, current key) of every shipped zip record."""
-    from attention.files import experiment_cache as xc
-    from attention.files import importance_cache as ic
+    from attention.experiment import store as xc
+    from attention.importance import store as ic
 
     out = [(xc.SHIPPED, name, path, k) for (path, k, _), name in
            zip(xc._shipped(xc.SHIPPED_SEED), ("sharpening", "scaling"))]

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attention.files import diskcache
+from attention import diskcache
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import rekey_shipped as R  # noqa: E402

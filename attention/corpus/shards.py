@@ -23,9 +23,9 @@ class Refused(Exception):
 
 
 def code_version() -> str:
-    """The attention package's code (every module, as attention.files.diskcache.fingerprint
+    """The attention package's code (every module, as attention.diskcache.fingerprint
     reads it: comments and docstrings do not count)."""
-    from attention.files import diskcache
+    from attention import diskcache
 
     return diskcache.fingerprint([PACKAGE], {})[:16]
 

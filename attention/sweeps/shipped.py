@@ -4,7 +4,7 @@ without torch, and the key that names them.
 One Parquet file per (model, corpus, sweep): `<model>-<corpus>-<sweep>-<key>.parquet` holding
 the job's `nll` rows (attention.sweeps.table). The key covers only what changes the numbers:
 the model's name, the corpus's texts, the sweep and its text limit, and the code that
-computes them (SOURCES, as attention.files.diskcache.fingerprint reads them: comments and
+computes them (SOURCES, as attention.diskcache.fingerprint reads them: comments and
 docstrings do not count), so an unrelated edit keeps the shipped results. `python -m attention.corpus ship` re-ships (and resumes).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from attention import config
-from attention.files import diskcache
+from attention import diskcache
 
 FOLDER = config.DATA / "sweeps"
 PACKAGE = Path(__file__).resolve().parent.parent            # attention/

@@ -72,7 +72,7 @@ def cache_dir() -> Path:
     return Path(base) / "attention-explorer"
 
 
-PACKAGE = Path(__file__).resolve().parent.parent             # attention/
+PACKAGE = Path(__file__).resolve().parent                    # attention/
 
 
 def fingerprint(sources: Iterable[str | Path], settings: Mapping[str, object]) -> str:
