@@ -54,7 +54,8 @@ class LoadedModel:
     special_tokens: tuple[str, ...]
     w_o: tuple[torch.Tensor | None, ...]  # per layer (hidden, heads * d_head) output
                                           # projection weight, None where not found
-    memo: dict = field(default_factory=dict, repr=False)   # per_model's values, die with it
+    memo: dict = field(default_factory=dict, repr=False, init=False)  # per_model: dies with it,
+                                                                     # a copy (replace) starts empty
 
     def encode(self, text: str) -> dict[str, torch.Tensor]:
         """The tokenizer's tensors for `text` (batch of 1); UserError when empty, beyond
