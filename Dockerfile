@@ -46,7 +46,7 @@ COPY . .
 # SmolLM2's GGUF is converted once, here, to float32 safetensors in /opt/models (read-only
 # at run time, ATTENTION_EXPLORER_PREBUILT): a cold container converts nothing. The GGUF stays:
 # the converted folder is found by its hash.
-RUN ATTENTION_EXPLORER_CACHE=/app/attention/data/experiments python -m attention.files.experiment_cache 0 && \
+RUN ATTENTION_EXPLORER_CACHE=/app/attention/data/experiments python -m attention.experiment.store 0 && \
     HF_HUB_OFFLINE=1 python -m attention.models convert --out /opt/models && \
     python -m compileall -q --invalidation-mode unchecked-hash /app && \
     useradd --create-home --uid 1000 explorer

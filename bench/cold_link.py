@@ -8,7 +8,7 @@ at the start and the end of every round.
 
 The app is started as a user starts it, `streamlit run app.py` (its first page run starts the
 warm-up thread and prefetching, attention/ui/entry.py), with a disk cache filled once by
-`python -m attention.files.experiment_cache` as the Docker build does; the bare page with the
+`python -m attention.experiment.store` as the Docker build does; the bare page with the
 same `streamlit run`: it stands for what Streamlit itself costs a deployed app.
 "Empty disk cache" is the Sharper page on a machine that has never trained its default seed:
 it reads the results shipped with the code (attention/data/experiments); "trained on the
@@ -44,7 +44,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from attention.files.diskcache import ENV as CACHE_ENV
+from attention.diskcache import ENV as CACHE_ENV
 from attention.i18n import catalog
 from attention.ui.pages import PAGES as LISTED
 from bench.browser import done_ms
@@ -179,7 +179,7 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
             if quick:           # the Heatmap reads no stored experiment
                 os.makedirs(directory, exist_ok=True)
                 continue
-            subprocess.run([sys.executable, "-m", "attention.files.experiment_cache"], check=True,
+            subprocess.run([sys.executable, "-m", "attention.experiment.store"], check=True,
                            cwd=checkout or ROOT, env={**os.environ, CACHE_ENV: directory},
                            capture_output=True)
         plan = _measurements(str(bare), before, compare, quick, only)

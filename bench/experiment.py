@@ -23,7 +23,7 @@ import time
 
 import torch
 
-from attention import experiment as ex
+from attention.experiment import training as ex
 
 from .timing import interleaved_medians, print_table, row
 

@@ -1,5 +1,5 @@
 """Remake the results the "Does the model use it?" page ships with (attention/data/importance/):
-the bundled corpus's first texts (attention.files.importance_cache.PAGE_TEXTS) on the bundled
+the bundled corpus's first texts (attention.importance.store.PAGE_TEXTS) on the bundled
 MiniLM, computed afresh, written under the current code's key. Run after any change to the
 code that computes them (tests/test_page_importance.py fails until then):
 

@@ -75,7 +75,7 @@ def free_port() -> int:
 def _hermetic_disk_cache(tmp_path_factory):
     """Results the app keeps on disk go to this session's temporary directory, never the
     user's home: the first visit computes as on a fresh machine. Servers inherit it."""
-    from attention.files.diskcache import ENV
+    from attention.diskcache import ENV
 
     os.environ[ENV] = str(tmp_path_factory.mktemp("attention-explorer-cache"))
 

@@ -121,11 +121,9 @@ def package_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
 
 
 # Loops between packages still to break (issue 42), each with the imports that close it:
-# files.upload computes analyses (analysis -> models.runs/toy; models.convert stores in
-# files.diskcache); the sweeps run through the corpus job, whose shards and tables read the
-# sweeps' settings and table. Any other loop fails.
-KNOWN_LOOPS = {frozenset({"attention.analysis", "attention.files", "attention.models"}),
-               frozenset({"attention.corpus", "attention.sweeps"})}
+# the sweeps run through the corpus job, whose shards and tables read the sweeps' settings
+# and table. Any other loop fails.
+KNOWN_LOOPS = {frozenset({"attention.corpus", "attention.sweeps"})}
 
 
 def test_no_import_cycle_between_packages():
@@ -271,3 +269,64 @@ def test_documented_entry_points_import(module, names):
     mod = importlib.import_module(module)
     for name in names:
         assert callable(getattr(mod, name)) or isinstance(getattr(mod, name), (dict, int)), name
+
+
+# One model store, attention.models.loading's (the cap, eviction, the memory reservation):
+# a cache anywhere else that holds models keeps them alive outside that cap, as the pages'
+# st.cache_resource and the importance batches' lru_cache(model) once did.
+CACHES = ("cache_resource", "cache_data", "lru_cache", "cache")
+MODEL_CALLS = ("load_model", "ensure_model")
+# Still to change, by whoever owns the module: memoise with attention.models.loaded.per_model.
+KNOWN_HOLDERS = {"attention/sweeps/engine.py: layer_modules caches by model"}
+
+
+def model_holders(files: dict[str, Path]) -> list[str]:
+    """Functions outside attention/models/ that a cache decorator memoises while they load a
+    model or take one (a parameter `model`, `loaded` or annotated LoadedModel)."""
+    found = []
+    for where, path in files.items():
+        if where.startswith("attention/models/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            decorators = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
+            if not any(getattr(d, "attr", getattr(d, "id", "")) in CACHES for d in decorators):
+                continue
+            args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            hints = {a.arg: ast.unparse(a.annotation) if a.annotation else "" for a in args}
+            takes = any("LoadedModel" in hint or (arg in ("model", "loaded") and hint != "str")
+                        for arg, hint in hints.items())   # a model's name (str) is no model
+            loads = any(isinstance(c, ast.Call) and
+                        getattr(c.func, "attr", getattr(c.func, "id", "")) in MODEL_CALLS
+                        for c in ast.walk(node))
+            if takes:
+                found.append(f"{where}: {node.name} caches by model")
+            elif loads:
+                found.append(f"{where}: {node.name} caches a loaded model")
+    return found
+
+
+def app_files() -> dict[str, Path]:
+    paths = [*(ROOT / "attention").rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]
+    return {str(p.relative_to(ROOT)): p for p in paths}
+
+
+def test_models_are_kept_only_by_the_models_store():
+    """No st.cache_resource (nor any other cache) outside attention/models/ holds a model: the
+    pages read attention.models.load_model's store."""
+    assert set(model_holders(app_files())) <= KNOWN_HOLDERS
+
+
+def test_the_model_holder_check_finds_a_page_cache_and_a_cache_by_model(tmp_path):
+    page, batch = tmp_path / "page.py", tmp_path / "batch.py"
+    page.write_text("import streamlit as st\nfrom attention import models\n"
+                    "@st.cache_resource(max_entries=4)\ndef _model(source):\n"
+                    "    return models.load_model(source, wait=False)\n")
+    batch.write_text("from functools import lru_cache\n@lru_cache(maxsize=8)\n"
+                     "def projections(model: 'M.LoadedModel'):\n    return ()\n"
+                     "@lru_cache\ndef fine(model: str):\n    return ()\n")
+    assert model_holders({"attention/ui/page.py": page, "attention/x/batch.py": batch}) == [
+        "attention/ui/page.py: _model caches a loaded model",
+        "attention/x/batch.py: projections caches by model"]
+    assert model_holders({"attention/models/page.py": page}) == []

@@ -13,9 +13,9 @@ from playwright.sync_api import expect
 
 from attention import models
 from attention.conclusions.importance import conclusions
-from attention.files import diskcache
+from attention import diskcache
 from attention.i18n import translate
-from attention.files import importance_cache as store
+from attention.importance import store
 from tests.conftest import eventually, wait_for_app
 
 pytestmark = pytest.mark.browser

@@ -1,4 +1,4 @@
-"""Results on disk (attention.files.diskcache, attention.files.experiment_cache): keyed by the code and
+"""Results on disk (attention.diskcache, attention.experiment.store): keyed by the code and
 settings that made them, ignored when damaged, written atomically, bounded in number, and
 equal to what the experiment computes."""
 from __future__ import annotations
@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attention.files import diskcache
-from attention import experiment as ex
-from attention.files import experiment_cache as xc
-from attention.files.diskcache import Record
+from attention import diskcache
+from attention.experiment import training as ex
+from attention.experiment import store as xc
+from attention.diskcache import Record
 from tests.fresh import run_fresh
 
 
@@ -84,8 +84,64 @@ def test_key_changes_with_each_source_file(tmp_path, monkeypatch):
     assert len(seen) == 1 + len(sources)
 
 
+def test_a_comment_or_docstring_edit_keeps_the_key_a_code_edit_changes_it(tmp_path):
+    """The one results-store key reads a module's code, not its prose: a comment, a docstring
+    or a blank line forces no re-run; a changed constant, a renamed name, a moved statement
+    do. A data file counts as its bytes; a folder as every module under it."""
+    mod, data = tmp_path / "m.py", tmp_path / "pairs.tsv"
+    mod.write_text('"""Doc."""\nA = 1\n\n\ndef f(x):\n    """Says f."""\n    return x + A\n')
+    data.write_text("a\tb\n")
+    base = diskcache.fingerprint([mod, data], {"s": 1})
+    for prose in ('"""Other doc."""\n# a comment\nA = 1  # one\n\ndef f(x):\n'
+                  '    """Says f, longer."""\n\n    return x + A\n',
+                  'A = 1\ndef f(x):\n    return x + A\n'):
+        mod.write_text(prose)
+        assert diskcache.fingerprint([mod, data], {"s": 1}) == base
+    for code in ('A = 2\ndef f(x):\n    return x + A\n', 'A = 1\ndef f(y):\n    return y + A\n',
+                 'def f(x):\n    return x + A\nA = 1\n', 'A = 1\ndef f(x):\n    "x"\n'):
+        mod.write_text(code)
+        assert diskcache.fingerprint([mod, data], {"s": 1}) != base
+    mod.write_text('A = 1\ndef f(x):\n    return x + A\n')
+    assert diskcache.fingerprint([mod, data], {"s": 1}) == base
+    assert diskcache.fingerprint([mod, data], {"s": 2}) != base
+    data.write_text("a\tc\n")
+    assert diskcache.fingerprint([mod, data], {"s": 1}) != base
+    package = diskcache.fingerprint([tmp_path], {})
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "n.py").write_text("B = 1\n")
+    assert diskcache.fingerprint([tmp_path], {}) != package
+
+
+def test_every_store_keys_through_the_one_helper():
+    """The experiment's, importance's, the sweeps' and the corpus job's keys are
+    diskcache.fingerprint's (no store hashes source text itself)."""
+    from pathlib import Path
+
+    root = Path(diskcache.__file__).resolve().parent          # attention/
+    assert hashing_sources(root) == []
+
+
+def hashing_sources(root) -> list[str]:
+    """Modules (but diskcache.py) that hash source files they read themselves."""
+    found = []
+    for p in sorted(root.rglob("*.py")):
+        text = p.read_text(encoding="utf-8")
+        if p.name != "diskcache.py" and "hashlib" in text and (
+                "SOURCES" in text or ".rglob(" in text) and (
+                "read_bytes" in text or "read_text" in text):
+            found.append(p.relative_to(root).as_posix())
+    return found
+
+
+def test_the_hashing_check_finds_a_store_that_hashes_its_own_sources(tmp_path):
+    (tmp_path / "shards.py").write_text(
+        "import hashlib\ndef v():\n    h = hashlib.sha256()\n"
+        "    for p in PACKAGE.rglob('*.py'):\n        h.update(p.read_bytes())\n")
+    assert hashing_sources(tmp_path) == ["shards.py"]
+
+
 def test_real_sources_are_the_experiment_its_core_metrics_and_rank_correlation():
-    assert sorted(p.name for p in xc.SOURCES) == ["core.py", "experiment.py", "rank.py", "rows.py"]
+    assert sorted(p.name for p in xc.SOURCES) == ["core.py", "rank.py", "rows.py", "training.py"]
     assert all(p.is_file() for p in xc.SOURCES)
 
 
@@ -272,10 +328,10 @@ def test_a_shipped_record_is_used_under_its_own_key_only(cache, tmp_path):
 
 def test_the_shipped_default_seed_is_that_of_this_code():
     """Fails after a change to the experiment's code, settings or library pins, until the
-    shipped files are made again: `python -m attention.files.experiment_cache --ship`."""
+    shipped files are made again: `python -m attention.experiment.store --ship`."""
     stale = [p.name for p, k, _ in xc._shipped(xc.SHIPPED_SEED) if diskcache.read(p, k) is None]
     assert not stale, (f"{stale} missing or made by other code: run "
-                       "`python -m attention.files.experiment_cache --ship` and commit the files")
+                       "`python -m attention.experiment.store --ship` and commit the files")
     assert sorted(xc.SHIPPED.glob("*.zip")) == sorted(xc.shipped_paths())   # no stale ones left
 
 
@@ -329,16 +385,17 @@ def test_the_shipped_seed_is_what_training_gives(cache):
 
 
 def test_the_key_is_the_same_whether_the_experiment_is_imported_or_not():
-    """A cold link reads the shipped results without importing attention.experiment (torch):
+    """A cold link reads the shipped results without importing the training (torch):
     the constants read from its source must be the live module's, so both give one key."""
     live = {k: v for k, v in vars(ex).items()
             if k.isupper() and isinstance(v, (int, float, str, tuple))}
     assert dict(xc._source_constants()) == live and len(live) > 15
     code = ("import sys\n"
-            "from attention.files import experiment_cache as xc\n"
+            "from attention.experiment import store as xc\n"
             "cold = xc.key('sharpening', seed=0)\n"
-            "assert 'attention.experiment' not in sys.modules and 'torch' not in sys.modules\n"
-            "import attention.experiment\n"
+            "assert 'attention.experiment.training' not in sys.modules\n"
+            "assert 'torch' not in sys.modules\n"
+            "import attention.experiment.training\n"
             "print(cold == xc.key('sharpening', seed=0),\n"
             "      cold[:32] in xc.shipped_paths()[0].name)\n")
     assert run_fresh(code).split() == ["True", "True"]

@@ -1,5 +1,5 @@
 """Every module path and section a doc or a comment names exists: a file path (`ui/layout.py`,
-`attention/corpus/job.py`), a dotted name (`attention.files.diskcache.fingerprint`) and a
+`attention/corpus/job.py`), a dotted name (`attention.diskcache.fingerprint`) and a
 section of a doc (`docs/architecture.md, "Imports"`). A stale reference sends a newcomer to a
 file that is gone; this fails instead."""
 from __future__ import annotations

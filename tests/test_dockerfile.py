@@ -95,7 +95,7 @@ def test_shipped_results_checked_at_build_time_into_the_shipped_folder():
     cold container trains nothing."""
     build_runs = " ".join(arg for op, arg in stages()[1] if op == "RUN")
     assert ("ATTENTION_EXPLORER_CACHE=/app/attention/data/experiments python -m "
-            "attention.files.experiment_cache 0") in build_runs
+            "attention.experiment.store 0") in build_runs
 
 
 def test_image_runs_in_safe_mode_with_no_folders_open():

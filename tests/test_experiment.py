@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from attention.measures.rank import spearman
-from attention import core, task
-from attention import experiment as ex
+from attention import core
+from attention.experiment import task
+from attention.experiment import training as ex
 
 pytestmark = pytest.mark.slow     # trains the experiment's heads: left out of make test-fast
 

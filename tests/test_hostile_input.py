@@ -389,7 +389,7 @@ def test_hostile_input(case: Case, page: str):
 def test_hostile_input_on_the_sharper_page(monkeypatch):
     """One test, so the page's training runs once (shortened as in test_page_sharper.py: the
     sidebar and the page's own URL parameter are under test here, not the experiment)."""
-    from attention import experiment as ex
+    from attention.experiment import training as ex
 
     monkeypatch.setattr(ex, "SHARPEN_STEPS", 40)
     monkeypatch.setattr(ex, "SCALING_STEPS", 30)

@@ -314,8 +314,8 @@ def test_layer_agreement_is_the_mean_of_per_text_spearman(tiny):
     expected = np.mean([spearmanr(g["rollout_1"], g["gradient"]).statistic
                         for _, g in frame.groupby("text")])
     assert table.loc[(1, "rollout", "gradient"), "spearman"] == pytest.approx(expected)
-    assert set(table.index.get_level_values("score")) == set(I.SCORES)
-    assert set(table.index.get_level_values("target")) == set(I.METHODS)
+    assert set(table.index.get_level_values("score")) == set(TK.SCORES)
+    assert set(table.index.get_level_values("target")) == set(TK.METHODS)
     words = I.layer_agreement(frame).set_index(["layer", "score", "target"])   # words only
     expected = np.mean([spearmanr(g["rollout_1"], g["occlusion"]).statistic
                         for _, g in frame[~frame["special"]].groupby("text")])
@@ -347,7 +347,7 @@ def test_pruning_and_temperature_metric_equal_unpadded_runs(tiny):
     gate = torch.ones(2, 4)
     for layer, head in order:
         gate[layer, head] = 0
-    assert curve["metric"].iloc[1] == pytest.approx(I.Metric(loaded, TEXTS)(gate=gate)[0])
+    assert curve["metric"].iloc[1] == pytest.approx(H.Metric(loaded, TEXTS)(gate=gate)[0])
     sweep = I.temperature_sweep(loaded, TEXTS, taus=(0.5, 1.0, 2.0))
     at_one = sweep[sweep["tau"] == 1.0]
     assert np.allclose(at_one["metric"], -mean_loss, atol=1e-5)
@@ -364,7 +364,7 @@ def test_sentence_model_metric_is_retrieval_on_the_bundled_pairs(tiny):
     loaded = _load(tiny, "bert_base")
     eager = _eager(tiny["bert_base"])
     bundled = pairs("bundled:en")
-    value, _ = I.Metric(loaded, TEXTS)()
+    value, _ = H.Metric(loaded, TEXTS)()
 
     def e(text):
         return _hand_target("embedding", _hand(eager, B.ids_of(loaded, text)))

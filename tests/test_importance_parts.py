@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from attention import models as M
-from attention.files import importance_cache as store
+from attention.importance import store
 from attention.importance import shipped
 from attention.importance.heads import head_importance
 from attention.importance.tokens import token_importance

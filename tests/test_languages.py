@@ -16,7 +16,7 @@ TITLES = {entry.script: entry.title for entry in PAGES}
 @pytest.fixture
 def short_training(monkeypatch):
     """The sharper page trains for real; fewer steps keep this language check quick."""
-    from attention import experiment
+    from attention.experiment import training as experiment
 
     for name, value in (("SHARPEN_STEPS", 40), ("SCALING_STEPS", 30), ("EVAL_SIZE", 2048)):
         monkeypatch.setattr(experiment, name, value)

@@ -361,3 +361,24 @@ def test_messages_quote_the_typed_string_never_the_resolved_path(tmp_path, tiny,
     with pytest.raises(UserError) as err:
         M.load_model("./empty")
     assert "'./empty'" in str(err.value) and str(tmp_path) not in str(err.value)
+
+
+def test_the_pages_read_the_one_model_store(tiny):
+    """ui.model.ensure_model keeps no model of its own: what it returns is the store's
+    (models.load_model's) object, kept by the store's cap and evicted by it."""
+    from attention.ui import model as page
+
+    loading.clear_kept()
+    first, second, third = (str(tiny[n]) for n in ("gpt2", "llama", "qwen2"))
+    assert not M.is_kept(first)
+    loaded = page.ensure_model(first)
+    assert M.is_kept(first) and M.load_model(first) is loaded
+    for source in (second, third):                    # the store's cap evicts the first
+        assert page.ensure_model(source) is M.load_model(source)
+    del loaded
+    import gc
+
+    gc.collect()
+    assert not M.is_kept(first) and loading.kept() == (second, third)
+    assert M.is_kept(M.BUNDLED) == (loading._bundled.cache_info().currsize > 0)
+    assert not M.is_kept("not!a model") and not M.is_kept(str(tiny["gpt2"]) + "-nowhere")

@@ -14,7 +14,7 @@ import pytest
 from attention import config
 from attention.conclusions import unknown
 from attention.corpus import results
-from attention.files import diskcache
+from attention import diskcache
 from attention.i18n import translate
 from attention.spec import AttentionSpec
 from attention.ui import estimate
@@ -119,7 +119,7 @@ def test_a_run_says_its_time_and_the_page_names_no_folder(monkeypatch):
 def test_pages_that_compute_name_no_folder(tiny, monkeypatch):
     """The importance page computing a corpus on a model folder, and the sharper page
     training a seed that did not ship: no path of the server's disk on screen."""
-    from attention.files import importance_cache as store
+    from attention.importance import store
     from attention.ui.views import importance as view
 
     monkeypatch.setattr(store, "N_BOOT", 50)
@@ -130,7 +130,7 @@ def test_pages_that_compute_name_no_folder(tiny, monkeypatch):
     at = open_page("pages/5_Does_the_model_use_it.py", spec, timeout=600, imp_corpus="sidebar")
     assert not at.exception and not at.error
     _no_path(at)
-    from attention import experiment
+    from attention.experiment import training as experiment
 
     for name, value in (("SHARPEN_STEPS", 40), ("SCALING_STEPS", 30), ("EVAL_SIZE", 2048)):
         monkeypatch.setattr(experiment, name, value)

@@ -14,7 +14,7 @@ from scipy.stats import spearmanr
 
 from attention import config, models as M
 from attention.conclusions import unknown
-from attention.files import importance_cache as store
+from attention.importance import store
 from attention.i18n import translate
 from attention.importance import curves, shipped
 from attention.importance.tokens import token_importance

@@ -35,12 +35,13 @@ def top_level(path: Path) -> set[str]:
 
 
 def undefined(path: str, names: list[str]) -> list[str]:
-    """The names not defined where the path says ("module.name" inside a folder)."""
+    """The names not defined where the path says ("module.name" or "package.module.name"
+    inside a folder)."""
     where = ROOT / path
     missing = []
     for name in names:
         module, _, attr = name.rpartition(".")
-        source = where / f"{module}.py" if where.is_dir() else where
+        source = where / f"{module.replace('.', '/')}.py" if where.is_dir() else where
         if not source.is_file() or attr not in top_level(source):
             missing.append(name)
     return missing
@@ -70,4 +71,5 @@ def test_each_glossary_word_has_its_public_definition():
 def test_a_wrong_answer_is_seen():
     assert undefined("attention/models/loading.py", ["load_nothing"]) == ["load_nothing"]
     assert undefined("attention/measures/", ["rows.no_measure"]) == ["rows.no_measure"]
+    assert undefined("attention/", ["experiment.store.nothing"]) == ["experiment.store.nothing"]
     assert undefined("attention/gone.py", ["x"]) == ["x"]

@@ -11,8 +11,8 @@ import pytest
 from attention import config, models as M
 from attention.conclusions.importance import conclusions
 from attention.errors import UserError
-from attention.files import diskcache
-from attention.files import importance_cache as store
+from attention import diskcache
+from attention.importance import store
 from attention.importance import shipped
 from attention.spec import AttentionSpec
 from tests.apptest import chart_frames, open_page

@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from attention import experiment as ex
+from attention.experiment import training as ex
 from attention.i18n import translate
 from tests.apptest import run_page
 

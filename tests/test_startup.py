@@ -14,8 +14,8 @@ from streamlit.testing.v1 import AppTest
 from attention.models import loading
 from attention import models
 from attention.models import bert
-from attention.files import diskcache
-from attention import experiment as ex
+from attention import diskcache
+from attention.experiment import training as ex
 from attention.spec import AttentionSpec
 from attention.ui import activity, entry, prefetch, warmup
 from tests.apptest import ROOT, grid_cells, run_page

@@ -15,6 +15,11 @@ CELL_COLUMNS = ["head", "query_pos", "query_token", "key_pos", "key_token",
 WINDOW_COLUMNS = ("raw_score", "scaled_score", "weight", "unscaled_weight", "difference")
 
 
+def flat_frame(**columns: torch.Tensor) -> pd.DataFrame:
+    """One column per tensor, each flattened in the same (row-major) order: tensors of one
+    shape, e.g. (heads, queries, keys) from torch.meshgrid beside the values."""
+    return pd.DataFrame({name: t.flatten().numpy() for name, t in columns.items()})
+
 def window(a: Analysis, head: int, queries: range, keys: range) -> dict[str, np.ndarray]:
     """The numbers of `cells` for one head and window as (queries, keys) float64 matrices,
     NaN where the mask hides a cell: what a click draws, with no table made (the table, for
@@ -55,15 +60,8 @@ def cells(a: Analysis, heads: list[int] | None = None, queries: range | None = N
     scaled, w, uw = sc.scores[..., ks], sc.weights[..., ks], un.weights[..., ks]  # (h, nq, nk)
     hh, qq, kk = torch.meshgrid(h, torch.arange(queries.start, queries.stop),
                                 torch.arange(keys.start, keys.stop), indexing="ij")
-    frame = pd.DataFrame({
-        "head": hh.flatten().numpy(),
-        "query_pos": qq.flatten().numpy(),
-        "key_pos": kk.flatten().numpy(),
-        "raw_score": raw.flatten().numpy(),
-        "scaled_score": scaled.flatten().numpy(),
-        "weight": w.flatten().numpy(),
-        "unscaled_weight": uw.flatten().numpy(),
-    })
+    frame = flat_frame(head=hh, query_pos=qq, key_pos=kk, raw_score=raw, scaled_score=scaled,
+                       weight=w, unscaled_weight=uw)
     frame["difference"] = frame["weight"] - frame["unscaled_weight"]
     tokens = pd.Series(a.tokens, dtype="string")
     frame.insert(2, "query_token", tokens.iloc[frame["query_pos"]].to_numpy())

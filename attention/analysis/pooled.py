@@ -6,6 +6,7 @@ import pandas as pd
 import torch
 
 from attention.analysis import Analysis
+from attention.analysis.frames import flat_frame
 from attention.measures.pooling import HOWS, Blocks, block_counts, block_preview, blocks_for, pool
 
 
@@ -46,14 +47,8 @@ def pooled_cells(a: Analysis, heads: list[int], max_blocks: int, how: str = "max
     pw, pu, pd_ = (pooled[v] for v in ("weight", "unscaled_weight", "difference"))
     h, b = torch.tensor(heads, dtype=torch.long), blocks.count
     hh, qb, kb = torch.meshgrid(h, torch.arange(b), torch.arange(b), indexing="ij")
-    frame = pd.DataFrame({
-        "head": hh.flatten().numpy(),
-        "query_block": qb.flatten().numpy(),
-        "key_block": kb.flatten().numpy(),
-        "weight": pw.flatten().numpy(),
-        "unscaled_weight": pu.flatten().numpy(),
-        "difference": pd_.flatten().numpy(),
-    })
+    frame = flat_frame(head=hh, query_block=qb, key_block=kb, weight=pw, unscaled_weight=pu,
+                       difference=pd_)
     axis = pd.DataFrame({
         "start": [blocks.start(i) for i in range(b)],
         "stop": [blocks.stop(i) for i in range(b)],

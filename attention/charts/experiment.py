@@ -1,4 +1,4 @@
-"""Charts of the "Is sharper better?" page: DataFrame in (attention/experiment.py's tables),
+"""Charts of the "Is sharper better?" page: DataFrame in (attention/experiment/training.py's tables),
 altair chart out, no torch. The sentence under each chart is written from the same tables by
 attention/conclusions/scores.py. Text comes from attention/locales/<lang>/sharper.toml through
 `translate` (no streamlit here).
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from attention.i18n import translate
-from attention.task import ARGMAX, CEILING, ONE_TOKEN, m_label, multiplier_label
+from attention.experiment.task import ARGMAX, CEILING, ONE_TOKEN, m_label, multiplier_label
 from attention.charts.size import natural_size
 
 SCALED_COLORS = {True: "#1f77b4", False: "#d62728"}

@@ -4,7 +4,7 @@ Each sentence is picked by what the numbers show, then filled in with them (neve
 claim): at d_k = 1 the Score analysis page says scaling changed nothing, because it did not.
 Text comes from attention/locales/<lang>/*.toml through `translate` (no streamlit, no torch
 here); the numbers from the tables the compute modules make (attention/analysis/scorestats.py,
-attention/analysis/, attention/experiment.py), so a conclusion is tested without a chart.
+attention/analysis/, attention/experiment/training.py), so a conclusion is tested without a chart.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import math
 import pandas as pd
 
 from attention.i18n import translate
-from attention.task import ARGMAX, CEILING, m_label, multiplier_label
+from attention.experiment.task import ARGMAX, CEILING, m_label, multiplier_label
 
 GAP = 0.01               # accuracy differences below this are called a tie
 STRONG_AGREEMENT = 0.9   # top-token agreement from which attention is called a fair guide

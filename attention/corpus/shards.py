@@ -3,7 +3,6 @@ a temporary name and renamed), computing one shard, and the model a run loads. T
 (attention.corpus.job), its engines and the results reader all build on these."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -24,14 +23,11 @@ class Refused(Exception):
 
 
 def code_version() -> str:
-    """A hash of the attention package's Python source (paths and contents)."""
-    h = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if "__pycache__" in path.parts:
-            continue
-        h.update(str(path.relative_to(PACKAGE)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
+    """The attention package's code (every module, as attention.diskcache.fingerprint
+    reads it: comments and docstrings do not count)."""
+    from attention import diskcache
+
+    return diskcache.fingerprint([PACKAGE], {})[:16]
 
 
 def shard_name(index: int) -> str:

@@ -19,18 +19,63 @@ gradient x input: ||J_j x_j|| (sentence model), d log p / dx_j . x_j (LMs); inte
 gradients: Captum's LayerIntegratedGradients on the word embeddings, on
 s(x) = cos(e(x), e(text)) or the log p. Modules: batch (batched forwards, gates, chunks),
 targets, tokens, heads, concordance (agreement), erasure (faithfulness), curves; the page's
-results, shipped.
+results (store: keyed, shipped, read without torch; shipped: computed).
 
 The face names the API a caller needs; the plumbing (batched forwards, single methods,
-targets) is imported from its module (`from attention.importance import batch`).
+targets, the store) is imported from its module (`from attention.importance import batch`).
+It imports no torch: the page's stored results (store.py) are read on a cold link without
+it, and each function below imports its module when first called.
 """
 from __future__ import annotations
 
-from attention.importance.concordance import agreement
-from attention.importance.erasure import faithfulness
-from attention.importance.heads import Metric, head_importance, pruning_curve, temperature_sweep
-from attention.importance.tokens import METHODS, SCORES, layer_agreement, token_importance
-
 __all__ = ["token_importance", "head_importance", "agreement", "faithfulness",
-           "layer_agreement", "pruning_curve", "temperature_sweep", "Metric",
-           "METHODS", "SCORES"]
+           "layer_agreement", "pruning_curve", "temperature_sweep"]
+
+
+def token_importance(model, texts, *args, **options):
+    """tokens.token_importance: one row per piece of every text."""
+    from attention.importance import tokens
+
+    return tokens.token_importance(model, texts, *args, **options)
+
+
+def head_importance(model, texts, *args, **options):
+    """heads.head_importance: one row per (layer, head)."""
+    from attention.importance import heads
+
+    return heads.head_importance(model, texts, *args, **options)
+
+
+def agreement(table, *args, **options):
+    """concordance.agreement: one row per method and layer, with intervals and null bands."""
+    from attention.importance import concordance
+
+    return concordance.agreement(table, *args, **options)
+
+
+def faithfulness(model, texts, *args, **options):
+    """erasure.faithfulness: ERASER comprehensiveness per fraction, with AOPC."""
+    from attention.importance import erasure
+
+    return erasure.faithfulness(model, texts, *args, **options)
+
+
+def layer_agreement(tokens_table, *args, **options):
+    """tokens.layer_agreement: Spearman per layer, score and method."""
+    from attention.importance import tokens
+
+    return tokens.layer_agreement(tokens_table, *args, **options)
+
+
+def pruning_curve(model, heads_table, texts, *args, **options):
+    """heads.pruning_curve: heads removed from least to most important, the metric."""
+    from attention.importance import heads
+
+    return heads.pruning_curve(model, heads_table, texts, *args, **options)
+
+
+def temperature_sweep(model, texts, *args, **options):
+    """heads.temperature_sweep: every head of a layer at temperature tau."""
+    from attention.importance import heads
+
+    return heads.temperature_sweep(model, texts, *args, **options)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 
 import torch
 
@@ -17,12 +16,13 @@ from attention import config
 from attention import models as M
 from attention.models.capture import forward as model_forward
 from attention.models.interventions import plans
+from attention.models.loaded import per_model
 from attention.models.registered import FORWARD, Forward
 
 BATCH_TOKENS = config.IMPORTANCE_BATCH_TOKENS
 
 
-@lru_cache(maxsize=8)
+@per_model
 def projections(model: M.LoadedModel) -> tuple:
     """Per layer the output projection module (its weight is model.w_o[l]), found by
     storage; a model without one cannot be gated."""
@@ -34,7 +34,7 @@ def projections(model: M.LoadedModel) -> tuple:
     return found
 
 
-@lru_cache(maxsize=8)
+@per_model
 def attention_modules(model: M.LoadedModel) -> tuple:
     """The attention modules in layer order (as the core sees them: a probe forward)."""
     state = Forward()
@@ -96,7 +96,7 @@ def expanded(model: M.LoadedModel, expand):
         hook.remove()
 
 
-@lru_cache(maxsize=8)
+@per_model
 def takes_token_types(model: M.LoadedModel) -> bool:
     """True when the tokenizer makes token_type_ids and the forward takes them (run() passes
     them: GPT-2 read with a BERT tokenizer adds the embedding of type 0)."""

@@ -1,5 +1,5 @@
 """Computing every frame of the "Does the model use it?" page for one (model, corpus); how they
-are keyed, stored and read (and the constants below) is attention.files.importance_cache.
+are keyed, stored and read (and the constants below) is attention.importance.store.
 
     compute(source, texts, progress=None) -> diskcache.Record   one part after another
     ship(workers=14) -> Path         the bundled corpus's view, its parts in parallel processes,
@@ -22,7 +22,8 @@ import pandas as pd
 from attention import models as M
 from attention.text.corpora import digest
 from attention.errors import UserError
-from attention.files import diskcache, importance_cache as store
+from attention import diskcache
+from attention.importance import store
 from attention.importance import (batch, concordance, curves, erasure, heads as heads_mod,
                                   targets, tokens as tokens_mod)
 

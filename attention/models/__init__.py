@@ -9,7 +9,8 @@ The modules, in the order data flows through them:
     registered     the attention function every layer calls (transformers' AttentionInterface)
     capture        one forward pass with its q, k, v and weights captured (ModelRun)
     loaded         LoadedModel: a model, its tokenizer and its shape
-    loading        load_model under attention.config's policy; bert: the bundled model in torch
+    loading        load_model under attention.config's policy, and the one model store
+                   (cap, eviction, memory reservation); bert: the bundled model in torch
     describe       a loaded model measured by a probe forward (heads, head size, causality)
     convert        a GGUF file converted once to float32 safetensors (python -m attention.models)
     gguf_source    the bundled SmolLM2 and .gguf files: converted now, or in the background
@@ -21,7 +22,7 @@ from attention.config import BUNDLED, BUNDLED_LM
 from attention.models.capture import ModelRun
 from attention.models.interventions import KINDS, Intervention
 from attention.models.loaded import LoadedModel
-from attention.models.loading import bundled_path, load_model
+from attention.models.loading import bundled_path, is_kept, load_model
 
 __all__ = ["BUNDLED", "BUNDLED_LM", "KINDS", "Intervention", "LoadedModel", "ModelRun", "bundled_path",
-           "load_model"]
+           "is_kept", "load_model"]

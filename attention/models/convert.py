@@ -15,7 +15,7 @@ whose files do not have the recorded sizes is damaged and made again.
 
 Where converted folders are looked for, in order: every folder of $ATTENTION_EXPLORER_PREBUILT
 (os.pathsep-separated; read, never written: an image's build runs `python -m attention.models
-convert --out DIR`), then `<cache dir>/models` (attention.files.diskcache.cache_dir), where
+convert --out DIR`), then `<cache dir>/models` (attention.diskcache.cache_dir), where
 conversions are written. A GGUF's hash is computed once per (path, size, mtime) and kept in
 `hashes.json` beside the conversions.
 """
@@ -63,7 +63,7 @@ def packaged_gguf() -> Path | None:
 
 
 def cache_root() -> Path:
-    from attention.files.diskcache import cache_dir
+    from attention.diskcache import cache_dir
 
     return cache_dir() / "models"
 

@@ -1,8 +1,10 @@
 """A loaded model as the pages see it: its shape, its tokenizer, and `run(text)`."""
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable, TypeVar
 
 import torch
 
@@ -11,6 +13,24 @@ from attention.errors import UserError
 from attention.models.capture import ModelRun, forward
 from attention.models.interventions import Intervention, plans
 from attention.models.registered import Forward
+
+
+T = TypeVar("T")
+
+
+def per_model(fn: Callable[[LoadedModel], T]) -> Callable[[LoadedModel], T]:
+    """fn(model) computed once per model and kept on the model itself, so it goes when the
+    model goes: a cache keyed by the model (functools.lru_cache) would keep an evicted
+    model's weights alive, outside the models' store and its memory cap."""
+    key = f"{fn.__module__}.{fn.__qualname__}"
+
+    @functools.wraps(fn)
+    def once(model: LoadedModel) -> T:
+        if key not in model.memo:
+            model.memo[key] = fn(model)
+        return model.memo[key]
+
+    return once
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,6 +54,8 @@ class LoadedModel:
     special_tokens: tuple[str, ...]
     w_o: tuple[torch.Tensor | None, ...]  # per layer (hidden, heads * d_head) output
                                           # projection weight, None where not found
+    memo: dict = field(default_factory=dict, repr=False, init=False)  # per_model: dies with it,
+                                                                     # a copy (replace) starts empty
 
     def encode(self, text: str) -> dict[str, torch.Tensor]:
         """The tokenizer's tensors for `text` (batch of 1); UserError when empty, beyond

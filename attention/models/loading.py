@@ -18,7 +18,6 @@ import weakref
 from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -33,14 +32,12 @@ from attention.models.registered import IMPLEMENTATION, register
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}(/[A-Za-z0-9][\w.-]{0,95})?")
 BYTES_PER_PARAM = 4             # float32 weights: a model's memory, estimated before loading
 
-# The non-bundled models kept (least recently used first), and every one still alive: kept,
-# or evicted while a caller still holds it (its memory is not free yet). One load at a time.
+# THE model store of the process (pages, warm-up, command line): the non-bundled models kept
+# (least recently used first, at most config.MODELS_KEPT), and every one still alive: kept, or
+# evicted while a caller still holds it (its memory is not free yet). One load at a time.
 _LOCK = threading.RLock()
 _KEPT: OrderedDict[tuple[str, str], LoadedModel] = OrderedDict()
 _ALIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-# Callables that drop other holders' references to models (the pages' own cache registers
-# one): called before a load is refused for memory that evicted models still hold.
-RELEASE: list[Callable[[], None]] = []
 
 
 def load_model(source: str = BUNDLED, *, trusted: bool = False, wait: bool = True) -> LoadedModel:
@@ -105,6 +102,23 @@ def kept() -> tuple[str, ...]:
         return tuple(m.source for m in _KEPT.values())
 
 
+def is_kept(source: str) -> bool:
+    """Whether load_model(source) would return at once (the model is in the store); False for
+    anything it would refuse. Reads nothing but the store and the file system's names."""
+    try:
+        source = config.permit(source)
+        if source == BUNDLED:
+            return _bundled.cache_info().currsize > 0
+        if source == BUNDLED_LM:
+            key = ("bundled_lm", str(gguf_source.bundled_gguf()))
+        else:
+            key = _resolve(source)
+    except (UserError, OSError):
+        return False
+    with _LOCK:
+        return key in _KEPT or key in _ALIVE
+
+
 def _bytes(params: int) -> int:
     return params * BYTES_PER_PARAM
 
@@ -165,10 +179,6 @@ def _make_room(params: int, source: str, policy: Policy) -> None:
                         cap=mb(cap), bundled=mb(bundled))
     while not fits() and _KEPT:
         _KEPT.popitem(last=False)
-        gc.collect()
-    if not fits():                   # evicted models that another cache still holds
-        for release in list(RELEASE):
-            release()
         gc.collect()
     if not fits():
         raise UserError("models.memory_busy", source=shown(source), need=mb(need), cap=mb(cap),

@@ -4,12 +4,11 @@ without torch, and the key that names them.
 One Parquet file per (model, corpus, sweep): `<model>-<corpus>-<sweep>-<key>.parquet` holding
 the job's `nll` rows (attention.sweeps.table). The key covers only what changes the numbers:
 the model's name, the corpus's texts, the sweep and its text limit, and the code that
-computes them (SOURCES, as parsed: comments and docstrings do not count), so an unrelated
-edit keeps the shipped results. `python -m attention.corpus ship` re-ships (and resumes).
+computes them (SOURCES, as attention.diskcache.fingerprint reads them: comments and
+docstrings do not count), so an unrelated edit keeps the shipped results. `python -m attention.corpus ship` re-ships (and resumes).
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import re
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from attention import config
+from attention import diskcache
 
 FOLDER = config.DATA / "sweeps"
 PACKAGE = Path(__file__).resolve().parent.parent            # attention/
@@ -27,24 +27,9 @@ SOURCES = ("sweeps/engine.py", "sweeps/settings.py", "sweeps/table.py", "core.py
 PLAN = {"global": 0, "layers": 100, "heads": 100, "layers_rest": 100}
 
 
-def _code(source: str) -> str:
-    """The module's syntax tree without docstrings: edits to comments and prose don't count."""
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
-
-
 def code_key() -> str:
-    h = hashlib.sha256()
-    for name in SOURCES:
-        h.update(name.encode())
-        h.update(_code((PACKAGE / name).read_text(encoding="utf-8")).encode())
-    return h.hexdigest()[:16]
+    """The code that computes the sweeps' numbers (the corpus job's key of an nll job)."""
+    return diskcache.fingerprint(SOURCES, {})[:16]
 
 
 def texts_digest(texts: list[str]) -> str:
@@ -60,9 +45,8 @@ def slug(name: str) -> str:
 
 
 def key(model: str, corpus: str, texts: list[str], sweep: str, limit: int) -> str:
-    h = hashlib.sha256("\0".join([code_key(), model, corpus, texts_digest(texts), sweep,
-                                  str(limit)]).encode())
-    return h.hexdigest()[:16]
+    return diskcache.fingerprint(SOURCES, {"model": model, "corpus": corpus, "sweep": sweep,
+                                           "texts": texts_digest(texts), "limit": limit})[:16]
 
 
 def path(model: str, corpus: str, texts: list[str], sweep: str, limit: int | None = None) -> Path:

@@ -201,7 +201,6 @@ def _model_picker(owner: str | None = None) -> list[UserError]:
         else:                       # a shared server: what it offers, and nothing of its disk
             st.caption(t("sidebar.model_offered", allowed=", ".join(policy.sources),
                          limit=policy.max_params))
-    _release_page_models_on_memory_pressure()
     try:                            # a model still converting: the page shows its progress
         loaded = ensure_model(state.model_choice() or models.BUNDLED, wait=False)
     except UserError:
@@ -229,21 +228,6 @@ def _lm_installed() -> bool:
     from attention.models import convert
 
     return convert.packaged_gguf() is not None
-
-
-def _release_page_models() -> None:
-    from attention.ui import model as page_models
-
-    page_models._model.clear()
-
-
-def _release_page_models_on_memory_pressure() -> None:
-    """Let models.loading drop the models the pages' cache holds (it keeps its own) before it
-    refuses a model for memory that evicted models would still occupy."""
-    from attention.models import loading
-
-    if _release_page_models not in loading.RELEASE:
-        loading.RELEASE.append(_release_page_models)
 
 
 def _toy_settings() -> None:

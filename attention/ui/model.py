@@ -1,6 +1,6 @@
-"""Cached access to real models for the pages: a model once per server (at most MODELS at a
-time besides the bundled one: server memory is bounded), each (source, text, interventions)
-run once.
+"""Real models for the pages: each (source, text, interventions) run once. The models
+themselves are kept by attention.models (its one store: the cap, eviction and the memory
+reservation); this module only shows a spinner or a progress bar while one loads.
 
 Call ensure_model(source) first on a page: it shows a spinner while the model loads and
 returns the model, or raises the UserError that says why it cannot be loaded. Transformers
@@ -21,16 +21,12 @@ from attention.spec import AttentionSpec
 from attention.ui import cache
 from attention.ui.text import lang, t
 
-MODELS = 2
 PROGRESS_POLL = 0.5          # s between two redraws of a conversion's progress bar
-_LOADED: set[str] = set()    # sources loaded in this process (no spinner for those)
 
 
-@st.cache_resource(max_entries=MODELS + 2, show_spinner=False)
-def _model(source: str) -> models.LoadedModel:
-    loaded = models.load_model(source, wait=False)   # a GGUF converts in the background
-    _LOADED.add(source)
-    return loaded
+def _load(source: str) -> models.LoadedModel:
+    """From the models' store (a GGUF converts in the background: Pending meanwhile)."""
+    return models.load_model(source, wait=False)
 
 
 def ensure_model(source: str = models.BUNDLED, *, wait: bool = True) -> models.LoadedModel:
@@ -38,11 +34,11 @@ def ensure_model(source: str = models.BUNDLED, *, wait: bool = True) -> models.L
     A GGUF source (the bundled SmolLM2) still converting in the background: a progress bar
     until it is done, then the model (a click meanwhile reruns the page, as always); with
     wait=False (the sidebar, which the page's own call follows) Pending instead."""
-    if source in _LOADED:
-        return _model(source)
+    if models.is_kept(source):
+        return _load(source)
     try:
         with st.spinner(t("common.loading_model"), show_time=True):
-            return _model(source)
+            return _load(source)
     except Pending as pending:
         if not wait:
             raise
@@ -54,7 +50,7 @@ def ensure_model(source: str = models.BUNDLED, *, wait: bool = True) -> models.L
     if job.error is not None:
         raise job.error
     with st.spinner(t("common.loading_model"), show_time=True):
-        return _model(source)
+        return _load(source)
 
 
 def check(spec: AttentionSpec) -> UserError | None:

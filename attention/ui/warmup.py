@@ -3,7 +3,7 @@ process (attention.ui.entry).
 
 It imports torch, pandas, altair and the pages' modules, fills the default view's analysis,
 loads the bundled MiniLM (attention.models.bert: no transformers) and the "Is sharper better?" page's
-default seed (from disk when this code has trained it before, see attention.files.experiment_cache).
+default seed (from disk when this code has trained it before, see attention.experiment.store).
 A first request that arrives meanwhile is served at once and waits only for what it needs:
 imports share Python's import lock, and the warm-up goes through the pages' own cached
 functions, whose per-key locks make a second caller wait for the first computation instead of
@@ -71,9 +71,9 @@ def _analysis() -> None:
 
 
 def _model() -> None:
-    from attention.ui import model
+    from attention import models
 
-    model._model(model.models.BUNDLED)   # the page's own cache_resource entry: ensure_model() shares it
+    models.load_model(models.BUNDLED)    # into the models' store, which ensure_model() reads
 
 
 def _convert() -> None:
@@ -102,10 +102,10 @@ def _freeze() -> None:
 
 
 def _sharper() -> None:
-    from attention.files import experiment_cache
+    from attention.experiment import store
     import attention.ui  # noqa: F401  one torch thread for every computation (see its docstring)
 
-    experiment_cache.precompute(0)
+    store.precompute(0)
 
 
 # In order of need: every page imports; the default view's analysis; the heap frozen; then,

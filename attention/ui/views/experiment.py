@@ -2,7 +2,7 @@
 formulas.
 
 The runs are st.cache_data keyed on the seed (the results are small DataFrames), shared by
-every session, over attention.files.experiment_cache, which keeps them on disk: a seed trained once
+every session, over attention.experiment.store, which keeps them on disk: a seed trained once
 is instant for everyone afterwards, across server restarts, until the code changes. The
 progress bar is drawn inside the cached function, so on a cache hit Streamlit replays it as
 "drawn, then emptied": nothing. The page script stays a few calls:
@@ -18,9 +18,9 @@ import streamlit as st
 
 from attention.conclusions import scores as conclusions
 
-from attention.files import experiment_cache
-from attention.files.experiment_cache import scaling_seeds
-from attention.task import SharpeningStudy
+from attention.experiment import store
+from attention.experiment.store import scaling_seeds
+from attention.experiment.task import SharpeningStudy
 from attention.charts import experiment as charts
 from attention.ui import estimate
 from attention.ui.chart import show
@@ -44,13 +44,13 @@ def _with_progress(label: str, run):
 @st.cache_data(max_entries=32, ttl="6h", show_spinner=False)
 def sharpening(seed: int) -> SharpeningStudy:
     return _with_progress(t("sharper.training_head"),
-                          lambda progress: experiment_cache.sharpening_study(seed, progress))
+                          lambda progress: store.sharpening_study(seed, progress))
 
 
 @st.cache_data(max_entries=32, ttl="6h", show_spinner=False)
 def scaling(seed: int) -> pd.DataFrame:
     return _with_progress(t("sharper.training_scaling"), lambda progress:
-                          experiment_cache.scaling_sweep(scaling_seeds(seed), progress))
+                          store.scaling_sweep(scaling_seeds(seed), progress))
 
 
 def draw_experiments() -> None:
@@ -125,7 +125,7 @@ def draw_sharpening(study: SharpeningStudy) -> None:
     """A trained head sharpened at test time: accuracy, relevant mass, and one sample's rows."""
     sweep, code = study.sweep, lang()
     accuracy = sweep.set_index("multiplier")["accuracy"].to_dict()
-    eval_size = experiment_cache.constants()["EVAL_SIZE"]
+    eval_size = store.constants()["EVAL_SIZE"]
     _section("sharper.sec_sharpen", t("sharper.sharpen_caption", eval=eval_size),
              charts.sharpening_chart(sweep, code), "sharpening",
              conclusions.sharpening_conclusion(sweep, code))

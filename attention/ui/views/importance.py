@@ -3,7 +3,7 @@ sidebar's lines or an upload), attention against occlusion with intervals and nu
 faithfulness curves, head importance per layer, the pruning curve beside random orders, the
 temperature sweep's paired differences, and conclusions written from the intervals.
 
-Every frame comes from attention.files.importance_cache.results: the server's byte-bounded
+Every frame comes from attention.importance.store.results: the server's byte-bounded
 store, then the disk cache (keyed by model, corpus digest, settings and code), then the files
 shipped with the code (the default view: bundled:en's first texts on the bundled model), and
 only then computed, with st.progress. A cold link to the default view reads and computes
@@ -20,7 +20,7 @@ from attention.charts import importance as charts
 from attention.conclusions import unknown
 from attention.conclusions.importance import conclusions
 from attention.errors import UserError
-from attention.files import importance_cache as store
+from attention.importance import store
 from attention.ui import cache, estimate
 from attention.ui.chart import show
 from attention.ui.state import flag, view_widget

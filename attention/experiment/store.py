@@ -1,10 +1,11 @@
-"""The "is sharper better?" experiments, kept on disk (attention.files.diskcache) between server starts.
+"""The "is sharper better?" experiments, kept on disk (attention.diskcache) between server starts.
 
-A seed's results depend on the source of experiment.py, core.py, measures/rows.py and measures/rank.py, on the
+A seed's results depend on the code of experiment/training.py, core.py, measures/rows.py and
+measures/rank.py, on the
 experiment's settings (its upper-case constants: steps, batch sizes, d_k values, the held-out
 set) and on the library versions; all of them go into the key, so a change to any of them
 recomputes and nothing is trusted across versions. Same signatures as the functions in
-attention.experiment, which they wrap.
+attention.experiment.training, which they wrap.
 
 The page's default seed also ships with the code (SHIPPED, attention/data/experiments/), so a
 freshly started server whose disk cache was never filled shows it at once instead of training
@@ -12,8 +13,8 @@ for about 15 s. Those files are read only under the same full key as above: afte
 to the experiment's code, settings or libraries they are ignored (and the page trains) until
 they are made again with `--ship`; tests/test_diskcache.py fails until then.
 
-    python -m attention.files.experiment_cache [SEED ...]   # precompute (default: seed 0)
-    python -m attention.files.experiment_cache --ship       # remake the shipped files of seed 0
+    python -m attention.experiment.store [SEED ...]   # precompute (default: seed 0)
+    python -m attention.experiment.store --ship       # remake the shipped files of seed 0
 """
 from __future__ import annotations
 
@@ -25,16 +26,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from attention import config, task
-from attention.files import diskcache
-from attention.task import Progress, SharpeningStudy
+from attention import config, diskcache
+from attention.experiment import task
+from attention.experiment.task import Progress, SharpeningStudy
 
-# The code the results come from, named by path: importing attention.experiment would load
+# The code the results come from, named by path: importing the training would load
 # torch just to read a file (a cold link to the page never loads it: docs/architecture.md,
 # "Imports"). Training imports it.
 _PACKAGE = Path(__file__).resolve().parent.parent                      # attention/
 SOURCES = tuple(_PACKAGE / name for name in (
-    "experiment.py", "core.py", "measures/rows.py", "measures/rank.py"))
+    "experiment/training.py", "core.py", "measures/rows.py", "measures/rank.py"))
 SHIPPED = config.DATA / "experiments"
 SHIPPED_SEED = 0
 _CONSTANT = (int, float, str, tuple)
@@ -44,7 +45,7 @@ def constants() -> dict[str, object]:
     """The experiment's upper-case constants (steps, batch sizes, d_k values, the held-out
     set) as they are now: the live module's while it is imported (tests patch them to shorten
     training), else the same values read from its source without importing it."""
-    live = sys.modules.get("attention.experiment")
+    live = sys.modules.get("attention.experiment.training")
     if live is not None:
         return {name: value for name, value in vars(live).items()
                 if name.isupper() and isinstance(value, _CONSTANT)}
@@ -53,11 +54,11 @@ def constants() -> dict[str, object]:
 
 @lru_cache(maxsize=1)
 def _source_constants() -> tuple[tuple[str, object], ...]:
-    """experiment.py's top-level upper-case names: literal assignments (`A, B = 1, 2` too)
-    and the names it imports from attention.task."""
+    """training.py's top-level upper-case names: literal assignments (`A, B = 1, 2` too)
+    and the names it imports from attention.experiment.task."""
     out: dict[str, object] = {}
     for node in ast.parse(SOURCES[0].read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.ImportFrom) and node.module == "attention.task":
+        if isinstance(node, ast.ImportFrom) and node.module == "attention.experiment.task":
             out.update({a.asname or a.name: getattr(task, a.name) for a in node.names})
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
@@ -83,9 +84,9 @@ def key(kind: str, **params: object) -> str:
 
 
 def _study_record(seed: int, progress: Progress | None = None) -> diskcache.Record:
-    from attention import experiment     # torch: only to train
+    from attention.experiment import training     # torch: only to train
 
-    s = experiment.sharpening_study(seed, progress)
+    s = training.sharpening_study(seed, progress)
     return diskcache.Record(
         frames={"sweep": s.sweep, "sample": s.sample, "importance": s.importance},
         values={"seed": s.seed, "spearman_pooled": s.spearman_pooled,
@@ -93,9 +94,9 @@ def _study_record(seed: int, progress: Progress | None = None) -> diskcache.Reco
 
 
 def _scaling_record(seeds: tuple[int, ...], progress: Progress | None = None) -> diskcache.Record:
-    from attention import experiment     # torch: only to train
+    from attention.experiment import training     # torch: only to train
 
-    return diskcache.Record(frames={"sweep": experiment.scaling_sweep(seeds, progress)})
+    return diskcache.Record(frames={"sweep": training.scaling_sweep(seeds, progress)})
 
 
 def _study_key(seed: int) -> str:
@@ -107,7 +108,7 @@ def _scaling_key(seeds: tuple[int, ...]) -> str:
 
 
 def sharpening_study(seed: int = 0, progress: Progress | None = None) -> SharpeningStudy:
-    """experiment.sharpening_study(seed), from disk when this code has computed it before."""
+    """training.sharpening_study(seed), from disk when this code has computed it before."""
     record = diskcache.load_or_compute("sharpening", _study_key(seed),
                                        lambda: _study_record(seed, progress), shipped=SHIPPED)
     frames, values = record.frames, record.values
@@ -119,7 +120,7 @@ def sharpening_study(seed: int = 0, progress: Progress | None = None) -> Sharpen
 
 def scaling_sweep(seeds: tuple[int, ...] = (0, 1, 2),
                   progress: Progress | None = None) -> pd.DataFrame:
-    """experiment.scaling_sweep(seeds), from disk when this code has computed it before."""
+    """training.scaling_sweep(seeds), from disk when this code has computed it before."""
     seeds = tuple(int(s) for s in seeds)
     record = diskcache.load_or_compute("scaling", _scaling_key(seeds),
                                        lambda: _scaling_record(seeds, progress), shipped=SHIPPED)

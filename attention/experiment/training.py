@@ -37,7 +37,7 @@ from attention.measures.rank import spearman
 from attention import core
 
 from attention.measures import rows as metrics
-from attention.task import ARGMAX, MULTIPLIERS, Progress, SharpeningStudy, multiplier_label
+from attention.experiment.task import ARGMAX, MULTIPLIERS, Progress, SharpeningStudy, multiplier_label
 
 N_TOKENS, N_FEATURES, N_RELEVANT = 16, 10, 4
 CUE_NOISE, SIGNAL = 0.3, 0.5

@@ -1,5 +1,5 @@
 """The "Does the model use it?" page's results on disk: every frame for one (model, corpus),
-kept by attention.files.diskcache under a key of the model, the corpus's digest, the
+kept by attention.diskcache under a key of the model, the corpus's digest, the
 settings below and the source of the code that computes them (attention.importance.shipped);
 the bundled corpus's first texts on the bundled model ship with the code
 (attention/data/importance/) and are read under the same full key.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from attention import config
 from attention.text.corpora import digest
-from attention.files import diskcache
+from attention import diskcache
 
 SHIPPED = config.DATA / "importance"
 SHIPPED_CORPUS = "bundled:en"
@@ -44,7 +44,7 @@ SOURCES = tuple(_PACKAGE / name for name in (
     "importance/heads.py", "importance/concordance.py", "importance/erasure.py",
     "importance/curves.py", "measures/rank.py", "measures/rollout.py", "measures/flow.py",
     "measures/heads.py", "measures/columns.py", "measures/retrieval.py", "importance/shipped.py",
-    "files/importance_cache.py", "data/paraphrase_pairs.tsv"))
+    "importance/store.py", "data/paraphrase_pairs.tsv"))
 Progress = Callable[[float, str], None]          # (fraction done, stage)
 
 

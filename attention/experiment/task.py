@@ -1,7 +1,7 @@
 """The "Is sharper better?" task's fixed numbers and result type, for the pages and charts (no
 torch here).
 
-The task (attention/experiment.py trains on it): 16 tokens, 4 relevant; averaging the 4
+The task (attention/experiment/training.py trains on it): 16 tokens, 4 relevant; averaging the 4
 relevant tokens' evidence gives accuracy Phi(1), one relevant token or uniform attention
 Phi(0.5) (docs/science.md). A trained head is sharpened at test time by multiplying its
 logits by m in MULTIPLIERS, or replaced by a one-hot on its top key (ARGMAX).

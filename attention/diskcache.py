@@ -4,15 +4,18 @@ A record is a few named DataFrames plus JSON values, stored as one zip file: `me
 full key and the values) and one Arrow IPC stream per frame. No pickle: a file in the cache
 directory is read as data, never run as code.
 
-    key  = sha256(format, library versions, source text of the modules, settings)
+    key  = sha256(format, library versions, the parsed code of the modules, settings)
     file = <cache dir>/<name>-<key[:32]>.zip        (meta.json repeats the full key)
 
 A caller may also name a directory of records shipped with the code (read, never written
 here), looked in after the cache directory: a fresh machine then starts with them, as long as
 its code, settings and library versions give the same full key.
 
-A result is recomputed whenever any source file, setting or the torch/pandas/numpy version
-changes; a file that cannot be read, or that holds another key, is ignored and rewritten.
+This is the one key of every results store (the experiment's, importance's, the sweeps' and
+the corpus job's): `fingerprint(sources, settings)`. A module counts as its syntax tree without
+docstrings (comments are not in it), so editing prose forces no re-run; a data file counts
+as its bytes. A result is recomputed whenever the code of a named module, a setting or the
+torch/pandas/numpy version changes; a file that cannot be read, or that holds another key, is ignored and rewritten.
 Writes are atomic (a temporary file in the same directory, then os.replace), so a reader in
 another thread or process sees the old file or the new one, never half of one. At most
 `keep` files stay: the least recently used beyond that are deleted. A read-only or missing
@@ -23,6 +26,7 @@ The directory: $ATTENTION_EXPLORER_CACHE, else $XDG_CACHE_HOME/attention-explore
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.metadata
 import io
@@ -68,17 +72,60 @@ def cache_dir() -> Path:
     return Path(base) / "attention-explorer"
 
 
+PACKAGE = Path(__file__).resolve().parent                    # attention/
+
+
 def fingerprint(sources: Iterable[str | Path], settings: Mapping[str, object]) -> str:
     """sha256 hex of everything a result depends on: the file format, Python and library
-    versions, each source file's name and text, and the settings (JSON, sorted keys)."""
+    versions, the code of each source (code_of) under its name, and the settings (JSON,
+    sorted keys). sources: paths relative to attention/ ("core.py", "measures/rows.py",
+    "data/paraphrase_pairs.tsv"; a folder stands for every module under it) or absolute."""
     h = hashlib.sha256()
     versions = (FORMAT, sys.version_info[:2], TORCH_VERSION, np.__version__, pd.__version__)
     h.update(repr(versions).encode())
-    for src in sources:
-        path = Path(src)
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in _files(sources):
+        name = path.relative_to(PACKAGE).as_posix() if path.is_relative_to(PACKAGE) else path.name
+        h.update(name.encode() + b"\0" + code_of(path) + b"\0")
     h.update(json.dumps(settings, sort_keys=True, default=repr).encode())
     return h.hexdigest()
+
+
+def _files(sources: Iterable[str | Path]) -> list[Path]:
+    out = []
+    for src in sources:
+        path = PACKAGE / src if not Path(src).is_absolute() else Path(src)
+        out += sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts) \
+            if path.is_dir() else [path]
+    return out
+
+
+_CODE: dict[tuple[Path, int, int], bytes] = {}    # (path, mtime, size) -> code_of: a page
+_CODE_LOCK = threading.Lock()                     # reads a key on every run; parse once
+
+
+def code_of(path: Path) -> bytes:
+    """What a source counts as in a key: a Python module's syntax tree without its
+    docstrings (comments never reach the tree), any other file's bytes."""
+    stat = path.stat()
+    memo = (path, stat.st_mtime_ns, stat.st_size)
+    with _CODE_LOCK:
+        if memo in _CODE:
+            return _CODE[memo]
+    data = path.read_bytes()
+    if path.suffix == ".py":
+        tree = ast.parse(data)
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                 ast.AsyncFunctionDef)) and body \
+                    and isinstance(body[0], ast.Expr) \
+                    and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+        data = ast.dump(tree).encode()
+    with _CODE_LOCK:
+        _CODE[memo] = data
+    return data
 
 
 def path_for(name: str, key: str, directory: Path | None = None) -> Path:
@@ -91,6 +138,16 @@ def _frame_bytes(frame: pd.DataFrame) -> bytes:
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue()
+
+
+def stored_key(path: Path) -> str | None:
+    """The full key a record file was written under (None if unreadable): for re-keying
+    shipped records after a change that moves code but changes no number."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return json.loads(zf.read(META)).get("key")
+    except Exception:                 # any damage: no key
+        return None
 
 
 def read(path: Path, key: str) -> Record | None:
