@@ -123,18 +123,23 @@ SWEEP_FILE = re.compile(r"([A-Za-z0-9._]+?)-([A-Za-z0-9._]+?)-(\w+?)-([0-9a-f]{1
 
 def sweep_targets() -> list[tuple[Path, Path]]:
     """(shipped sweep file, its current path) for every file whose name is not current."""
-    from attention.sweeps import shipped
-    from attention.text.corpora import load
+    from attention.sweeps import pairs, shipped
+    from attention.text.corpora import load, pairs as load_pairs
 
     models = {shipped.slug(m): m for m in MODELS}
     corpora = {shipped.slug(c): c for c in CORPORA}
     out = []
     for old in sorted(shipped.FOLDER.glob("*.parquet")):
         m = SWEEP_FILE.fullmatch(old.name)
-        if m is None or m[1] not in models or m[2] not in corpora or m[3] not in shipped.PLAN:
+        known = m is not None and m[1] in models and m[2] in corpora
+        if known and m[3] in shipped.PLAN:
+            new = shipped.path(models[m[1]], corpora[m[2]], load(corpora[m[2]]), m[3])
+        elif known and m[3].removeprefix("pairs_") in pairs.SWEEPS:     # a sentence model's
+            new = pairs.path(models[m[1]], corpora[m[2]], load_pairs(corpora[m[2]]),
+                             m[3].removeprefix("pairs_"))
+        else:
             print(f"left as it is (not a bundled model's sweep): {old.name}")
             continue
-        new = shipped.path(models[m[1]], corpora[m[2]], load(corpora[m[2]]), m[3])
         if m[5]:
             new = shipped.derived(new, m[5][1:])
         if new != old:

@@ -12,8 +12,9 @@ import time
 
 import pytest
 
-from attention import experiment as ex
-from attention.files import diskcache, experiment_cache
+from attention.experiment import training as ex
+from attention import diskcache
+from attention.experiment import store as experiment_cache
 from attention.i18n import translate
 from attention.ui import estimate
 from attention.ui.views import experiment as view

@@ -150,11 +150,11 @@ OVERHEAD = {"sharpening": 1.6, "scaling": 1.1}
 def step_seconds(kind: str, seed: int = 0, steps: int = 8) -> float:
     """Seconds one training step of `kind` ("sharpening" or "scaling") takes on this machine:
     throwaway heads of that run's shapes, two untimed steps (the first calls warm torch up),
-    then `steps` timed ones. Lives here, not in experiment.py, whose source is part of every
+    then `steps` timed ones. Lives here, not in training.py, whose code is part of every
     result's key."""
     import time
 
-    from attention import experiment as ex     # torch: only to time training
+    from attention.experiment import training as ex     # torch: only to time training
 
     if kind == "sharpening":
         stacks, batch = [ex.Heads(ex.SHARPEN_DK, True, (seed,))], ex.SHARPEN_BATCH

@@ -27,11 +27,10 @@ idx for every setting and statistic (paired differences; the candidates stay the
 so the trained model's accuracy interval is the one retrieval.quality gives."""
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pandas as pd
 
+from attention import diskcache
 from attention.measures.retrieval import boot_indices
 from attention.sweeps import shipped
 from attention.sweeps.settings import SCALES, TAUS, Setting
@@ -97,22 +96,15 @@ def summary(rows: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.Da
     return out.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
 
 
-def code_key() -> str:
-    """The code of the sentence-model sweeps (SOURCES, as parsed: prose does not count)."""
-    h = hashlib.sha256()
-    for name in SOURCES:
-        h.update(name.encode())
-        h.update(shipped._code((shipped.PACKAGE / name).read_text(encoding="utf-8")).encode())
-    return h.hexdigest()[:16]
-
-
 def path(model: str, source: str, pairs: list[tuple[str, str]], sweep: str) -> "shipped.Path":
     """The rows file of a sweep over the pair set: `<model>-<source>-pairs_<sweep>-<key>`,
-    the key the causal LM's (its code, model, source, sentences, sweep) and this code's."""
+    keyed like the causal LM's sweeps (attention.diskcache.fingerprint) on the code of both
+    (shipped.SOURCES and SOURCES), the model, the source, the sentences and the sweep."""
     sentences = [s for pair in pairs for s in pair]
     name = f"pairs_{sweep}"
-    key = hashlib.sha256("\0".join([shipped.key(model, source, sentences, name, 0),
-                                    code_key()]).encode()).hexdigest()[:16]
+    key = diskcache.fingerprint(shipped.SOURCES + SOURCES, {
+        "model": model, "corpus": source, "sweep": name,
+        "texts": shipped.texts_digest(sentences), "limit": 0})[:16]
     return shipped.FOLDER / f"{shipped.slug(model)}-{shipped.slug(source)}-{name}-{key}.parquet"
 
 

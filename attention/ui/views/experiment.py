@@ -63,7 +63,7 @@ def draw_experiments() -> None:
     seed = pick_seed()
     note = st.empty()          # a seed that trains: its time, estimated before, measured after
     what = ("sharper", seed)
-    todo = [kind for kind, kept in experiment_cache.stored(seed).items() if not kept]
+    todo = [kind for kind, kept in store.stored(seed).items() if not kept]
     steps, seconds = _expected(seed, todo, note) if todo else ({}, 0.0)
     study, took = estimate.timed(lambda: sharpening(seed))
     took = {"sharpening": took}
@@ -88,8 +88,8 @@ def _expected(seed: int, todo: list[str], note) -> tuple[dict[str, int], float]:
     """(training steps of each run in `todo`, seconds they should take), the estimate drawn
     into `note` before training starts: steps times the rate of the last such run on this
     server, else a few steps timed just now times a measured allowance for the evaluation
-    (experiment_cache.OVERHEAD)."""
-    constants = experiment_cache.constants()
+    (store.OVERHEAD)."""
+    constants = store.constants()
     steps = {"sharpening": int(constants["SHARPEN_STEPS"]),
              "scaling": int(constants["SCALING_STEPS"])}
     rates = {kind: estimate.RATES.rate(("sharper", kind)) for kind in todo}
@@ -97,7 +97,7 @@ def _expected(seed: int, todo: list[str], note) -> tuple[dict[str, int], float]:
     seconds = 0.0
     for kind, rate in rates.items():
         if rate is None:
-            rate = experiment_cache.step_seconds(kind, seed) * experiment_cache.OVERHEAD[kind]
+            rate = store.step_seconds(kind, seed) * store.OVERHEAD[kind]
         seconds += rate * steps[kind]
     estimate.before(note, seconds, probed)
     return steps, seconds
