@@ -204,15 +204,32 @@ def test_a_page_never_converts_in_its_own_thread(cache, tiny_file):
 
 # ---- refusals: one sentence each, no half file ----------------------------------------------
 
-def test_a_truncated_or_corrupted_gguf_gets_a_sentence(cache, tiny_file, tmp_path):
+def test_a_truncated_or_corrupted_gguf_gets_a_sentence(cache, tiny_file, tmp_path, monkeypatch):
+    """The sentence quotes the string the user typed (shortened past SHOWN_CHARS), never a
+    server path the user did not type: not the path resolved from a relative name, not the
+    cache's folder. Holds whatever tmp_path's length (alone or under xdist)."""
     bad = tmp_path / "truncated.gguf"
     bad.write_bytes(tiny_file.read_bytes()[:5000])
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"GGUF" + bytes(range(256)) * 40)
-    for path in (bad, junk):
-        err = _refusal(M.load_model, str(path), trusted=True)
-        assert err.key == "models.gguf_unreadable" and path.name in str(err)
-        assert str(tmp_path) not in str(err)                 # the user's string, not a path
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    long = deep / "junk.gguf"                          # longer than SHOWN_CHARS: shortened
+    long.write_bytes(junk.read_bytes())
+    assert len(str(long)) > config.SHOWN_CHARS
+    monkeypatch.chdir(tmp_path)
+    typed = {"truncated.gguf": bad, "junk.gguf": junk, str(bad): bad, str(long): long}
+    for source in typed:
+        err = _refusal(M.load_model, source, trusted=True)
+        assert err.key == "models.gguf_unreadable", source
+        for lang in ("en", "zh"):
+            message = err.message(lang)
+            assert config.shown(source) in message, (source, message)
+            assert str(cache) not in message                  # never the cache's folder
+            if len(source) > config.SHOWN_CHARS:
+                assert source not in message and "\u2026" in message
+            if not source.startswith("/"):                    # a relative name stays so
+                assert str(tmp_path) not in message, message
     assert _leftovers(cache / "models") == []
 
 
