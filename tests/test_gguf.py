@@ -14,7 +14,7 @@ import torch
 from attention import config
 from attention import models as M
 from attention.errors import UserError
-from attention.models import convert, gguf_source, loading
+from attention.models import convert, gguf_source, loading, outcomes
 from tests import tiny_gguf
 
 TEXT = "the cat sat on the mat"
@@ -327,9 +327,18 @@ def test_smollm2_through_the_core_equals_eager_and_says_paris(tmp_path_factory, 
         unscaled_ref = ref(**tok(prompt, return_tensors="pt")).logits[0]
     assert torch.allclose(run.logits, logits, atol=1e-4, rtol=0)
     assert _top5(loaded, run)[0][0] == " Paris"
+    assert tok.decode([int(logits[-1].argmax())]) == " Paris"       # eager says so too
     unscaled = loaded.run(prompt, [M.Intervention("unscaled")])
     assert torch.allclose(unscaled.logits, unscaled_ref, atol=1e-4, rtol=0)
     assert _top5(loaded, unscaled)[0][0] == " the"
+    assert tok.decode([int(unscaled_ref[-1].argmax())]) == " the"
+    # the unscaled run's KL from the trained one on the next piece: by hand from eager's
+    # logits in float64 (scaling patched to 1 above), against what the page reports
+    p = logits[-1].double().log_softmax(-1)                          # (vocab,)
+    q = unscaled_ref[-1].double().log_softmax(-1)                    # (vocab,)
+    kl_ref = float((p.exp() * (p - q)).sum())
+    kl = outcomes.kl_divergence(run.logits[-1], unscaled.logits[-1])
+    assert kl_ref > 0.1 and kl == pytest.approx(kl_ref, rel=1e-3, abs=1e-4)
     loading.clear_kept()
 
 

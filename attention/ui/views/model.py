@@ -148,7 +148,8 @@ def draw_pieces(report) -> None:
     with st.container(border=True):
         st.text(" ".join(report.tokens), width="stretch")
     unk, count = report.unk
-    if unk is not None:
+    if unk is not None and count:   # "0 of the 5 pieces..." is noise, and a byte-level
+        # vocabulary (SmolLM2) spells every word: its unk is only a name (<|endoftext|>)
         st.caption(t("model.unknown_pieces", unk=unk, count=count, n=len(report.tokens)))
 
 
