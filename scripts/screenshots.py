@@ -50,20 +50,19 @@ PROMPT = "The capital of France is"
 LM_SPEC = AttentionSpec(source="pretrained", model=BUNDLED_LM, text=PROMPT)
 UNSCALED = "unscaled:*:*"
 LM_SHOTS = {
-    **{f"smollm2_heads_{lang}.png": ("Model_heads", LM_SPEC, None,
+    **{f"smollm2_heads_{lang}.png": ("Model_heads", LM_SPEC, 0,          # the 30 x 9 grid
                                     {"mh_tab": "heads", "lang": lang}) for lang in ("en", "zh")},
-    **{f"smollm2_scaled_vs_unscaled_{lang}.png": ("Model_heads", LM_SPEC, 0,
+    **{f"smollm2_scaled_vs_unscaled_{lang}.png": ("Model_heads", LM_SPEC, 1,   # head 0.0
                                                  {"mh_tab": "heads", "lang": lang})
        for lang in ("en", "zh")},
     **{f"smollm2_iv_trained_{lang}.png": ("Model_heads", LM_SPEC, None,
                                          {"mh_tab": "iv", "lang": lang}) for lang in ("en", "zh")},
-    **{f"smollm2_iv_unscaled_{lang}.png": ("Model_heads", LM_SPEC, None,
+    **{f"smollm2_iv_unscaled_{lang}.png": ("Model_heads", LM_SPEC, None,   # top 5, KL, loss
                                           {"mh_tab": "iv", "mh_iv": UNSCALED, "lang": lang})
        for lang in ("en", "zh")},
-    **{f"smollm2_iv_unscaled_top5_{lang}.png": ("Model_heads", LM_SPEC,
-                                               '[data-testid="stDataFrame"]',
-                                               {"mh_tab": "iv", "mh_iv": UNSCALED, "lang": lang})
-       for lang in ("en", "zh")},
+    **{f"smollm2_iv_unscaled_attention_{lang}.png": ("Model_heads", LM_SPEC, 1,
+                                                    {"mh_tab": "iv", "mh_iv": UNSCALED,
+                                                     "lang": lang}) for lang in ("en", "zh")},
 }
 # what each LM shot waits for besides the script's end: the model is converted in the
 # background while the page shows its progress, then the page draws
