@@ -70,6 +70,13 @@ def check(spec: AttentionSpec) -> UserError | None:
     return None
 
 
+def pieces(source: str, text: str) -> tuple[models.LoadedModel, tuple[str, ...]]:
+    """(the model, its pieces of `text` as the pages show them): the tokenizer only, no
+    forward pass; UserError for a text the model cannot run (empty, too long)."""
+    loaded = ensure_model(source)
+    return loaded, loaded.pieces(loaded.encode(text)["input_ids"][0].tolist())
+
+
 def report(source: str, text: str, hide_sinks: bool = False) -> modelrun.HeadsReport:
     """Every head of `text`, the per-head table (sinks included) and the rollout (kept in the
     byte-bounded store: a 32 x 32 model's weights are large)."""
