@@ -39,7 +39,10 @@ def ensure_model(source: str = models.BUNDLED, *, wait: bool = True) -> models.L
     until it is done, then the model (a click meanwhile reruns the page, as always); with
     wait=False (the sidebar, which the page's own call follows) Pending instead."""
     if source in _LOADED:
-        return _model(source)
+        try:
+            return _model(source)
+        except Pending:          # dropped from the cache since, and converting again (its
+            _LOADED.discard(source)   # copy was damaged, or another cache dir): the bar below
     try:
         with st.spinner(t("common.loading_model"), show_time=True):
             return _model(source)
