@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 import pytest
 from playwright.sync_api import expect
 
+from attention.i18n import translate
 from attention.spec import AttentionSpec
 from tests.conftest import wait_for_app
 
@@ -95,7 +96,8 @@ def test_a_link_with_your_own_model_and_interventions_reopens_the_view(local_ser
     box = page.locator('[data-testid="stSidebar"]').get_by_label(
         "Folder path or Hugging Face id", exact=True).and_(page.get_by_test_id("stTextInputField"))
     expect(box).to_have_value(str(folder))
-    expect(page.locator('[data-testid="stMetricLabel"]', has_text="KL divergence")).to_be_visible()
+    kl = translate("en", "model.iv_kl")              # the metric's label as the page says it
+    expect(page.locator('[data-testid="stMetricLabel"]', has_text=kl)).to_be_visible()
     page.wait_for_function(
         "() => new URLSearchParams(location.search).get('mh_iv') === 'ablate:1:2'", timeout=LOAD)
     page.get_by_role("radio", name="Model heads", exact=True).click()
