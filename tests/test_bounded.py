@@ -161,3 +161,50 @@ def test_a_view_that_waits_for_the_gate_shows_the_waiting_notice(monkeypatch):
 def test_no_notice_when_a_slot_is_free(monkeypatch):
     monkeypatch.setattr(cache, "st", None)                   # any streamlit call would fail
     assert cache.heavy(lambda: 42) == 42
+
+
+HEAPS = r"""
+import ctypes, ctypes.util, sys, threading
+sys.path.insert(0, sys.argv[1])
+from attention.bounded import return_freed_memory
+assert return_freed_memory(arenas=int(sys.argv[2]))
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+barrier = threading.Barrier(9)
+def work():
+    kept = [bytearray(512) for _ in range(2000)]        # small blocks: from the thread's heap
+    barrier.wait()
+    barrier.wait()
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+barrier.wait()
+libc.open_memstream.restype = ctypes.c_void_p
+buf, size = ctypes.c_char_p(), ctypes.c_size_t()
+stream = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
+libc.malloc_info(0, ctypes.c_void_p(stream))
+libc.fclose(ctypes.c_void_p(stream))
+print(buf.value.decode().count("<heap nr="))
+barrier.wait()
+"""
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="glibc's malloc")
+def test_a_busy_server_keeps_few_malloc_heaps():
+    """Eight threads allocating at once (a server's script threads, one per session) share
+    ARENAS heaps once return_freed_memory ran, counted by glibc's own malloc_info; with a
+    cap of 64 they take one heap each (the check can fail)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from attention.bounded import ARENAS
+
+    root = str(Path(__file__).resolve().parent.parent)
+
+    def heaps(arenas: int) -> int:
+        out = subprocess.run([sys.executable, "-c", HEAPS, root, str(arenas)],
+                             capture_output=True, text=True, timeout=120, check=True)
+        return int(out.stdout.strip())
+
+    assert heaps(ARENAS) <= ARENAS
+    assert heaps(64) > ARENAS

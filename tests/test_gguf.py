@@ -14,7 +14,7 @@ import torch
 from attention import config
 from attention import models as M
 from attention.errors import UserError
-from attention.models import convert, gguf_source, loading
+from attention.models import convert, gguf_source, loading, outcomes
 from tests import tiny_gguf
 
 TEXT = "the cat sat on the mat"
@@ -204,15 +204,32 @@ def test_a_page_never_converts_in_its_own_thread(cache, tiny_file):
 
 # ---- refusals: one sentence each, no half file ----------------------------------------------
 
-def test_a_truncated_or_corrupted_gguf_gets_a_sentence(cache, tiny_file, tmp_path):
+def test_a_truncated_or_corrupted_gguf_gets_a_sentence(cache, tiny_file, tmp_path, monkeypatch):
+    """The sentence quotes the string the user typed (shortened past SHOWN_CHARS), never a
+    server path the user did not type: not the path resolved from a relative name, not the
+    cache's folder. Holds whatever tmp_path's length (alone or under xdist)."""
     bad = tmp_path / "truncated.gguf"
     bad.write_bytes(tiny_file.read_bytes()[:5000])
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"GGUF" + bytes(range(256)) * 40)
-    for path in (bad, junk):
-        err = _refusal(M.load_model, str(path), trusted=True)
-        assert err.key == "models.gguf_unreadable" and path.name in str(err)
-        assert str(tmp_path) not in str(err)                 # the user's string, not a path
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    long = deep / "junk.gguf"                          # longer than SHOWN_CHARS: shortened
+    long.write_bytes(junk.read_bytes())
+    assert len(str(long)) > config.SHOWN_CHARS
+    monkeypatch.chdir(tmp_path)
+    typed = {"truncated.gguf": bad, "junk.gguf": junk, str(bad): bad, str(long): long}
+    for source in typed:
+        err = _refusal(M.load_model, source, trusted=True)
+        assert err.key == "models.gguf_unreadable", source
+        for lang in ("en", "zh"):
+            message = err.message(lang)
+            assert config.shown(source) in message, (source, message)
+            assert str(cache) not in message                  # never the cache's folder
+            if len(source) > config.SHOWN_CHARS:
+                assert source not in message and "\u2026" in message
+            if not source.startswith("/"):                    # a relative name stays so
+                assert str(tmp_path) not in message, message
     assert _leftovers(cache / "models") == []
 
 
@@ -310,9 +327,18 @@ def test_smollm2_through_the_core_equals_eager_and_says_paris(tmp_path_factory, 
         unscaled_ref = ref(**tok(prompt, return_tensors="pt")).logits[0]
     assert torch.allclose(run.logits, logits, atol=1e-4, rtol=0)
     assert _top5(loaded, run)[0][0] == " Paris"
+    assert tok.decode([int(logits[-1].argmax())]) == " Paris"       # eager says so too
     unscaled = loaded.run(prompt, [M.Intervention("unscaled")])
     assert torch.allclose(unscaled.logits, unscaled_ref, atol=1e-4, rtol=0)
     assert _top5(loaded, unscaled)[0][0] == " the"
+    assert tok.decode([int(unscaled_ref[-1].argmax())]) == " the"
+    # the unscaled run's KL from the trained one on the next piece: by hand from eager's
+    # logits in float64 (scaling patched to 1 above), against what the page reports
+    p = logits[-1].double().log_softmax(-1)                          # (vocab,)
+    q = unscaled_ref[-1].double().log_softmax(-1)                    # (vocab,)
+    kl_ref = float((p.exp() * (p - q)).sum())
+    kl = outcomes.kl_divergence(run.logits[-1], unscaled.logits[-1])
+    assert kl_ref > 0.1 and kl == pytest.approx(kl_ref, rel=1e-3, abs=1e-4)
     loading.clear_kept()
 
 

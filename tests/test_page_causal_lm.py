@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from attention import config, models
+from attention.i18n import translate
 from attention.measures.heads import head_table
 from attention.models.runs import special_names
 from attention.spec import AttentionSpec
@@ -108,6 +109,10 @@ def named(source: str) -> str:
 def test_model_heads_grid_and_the_picked_head_scaled_and_unscaled(llama, eager):
     at = open_page("pages/3_Model_heads.py", spec_for(llama), mh_layer="1", mh_head="3")
     assert not at.exception and not at.error, [e.value for e in at.error]
+    # no piece is the unknown token (a byte-level vocabulary spells every word): no note
+    note = translate("en", "model.unknown_pieces", count="#c", n="#n", unk="#u")
+    middle = note.split("#n")[1].split("#u")[0]          # " pieces are the ... unknown token "
+    assert middle.strip() and not any(middle in c.value for c in at.caption)
     own = attentions(eager, TEXT)                                       # (2, 4, n, n)
     n = own.shape[-1]
     grid = grid_cells(at)[0].set_index(["layer", "head", "qb", "kb"])["weight"]

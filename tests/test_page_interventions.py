@@ -148,3 +148,23 @@ def test_embedding_model_ablation_shows_downstream_heads_and_each_sentence(tiny)
         e = [torch.nn.functional.normalize(run(line, ab).last_hidden_state[0].mean(0), dim=0)
              for ab in (False, True)]
         assert shown == pytest.approx(float(e[0].double() @ e[1].double()), abs=1e-5)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_empty_pickers_speak_the_pages_language(tiny, lang):
+    """Nothing picked yet: the layer and head lists' placeholders are the page's language
+    (Streamlit's own is English "Choose options" in every language), and the page says to
+    pick some."""
+    from attention.i18n import translate
+
+    spec = AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained",
+                         model=str(tiny["llama"]))
+    at = open_page(MODEL_PAGE, spec, mh_tab="iv", lang=lang)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    boxes = {m.label: m for m in at.multiselect}
+    for label, placeholder in (("model.iv_layers", "model.iv_pick_layers"),
+                               ("model.iv_heads", "model.iv_pick_heads")):
+        box = boxes[translate(lang, label)]
+        assert box.value == [] and box.proto.placeholder == translate(lang, placeholder)
+        assert box.proto.placeholder != "Choose options"
+    assert translate(lang, "model.iv_none") in [i.value for i in at.info]

@@ -415,3 +415,22 @@ def test_example_files_are_drawn_only_while_their_box_is_open():
     assert not at.exception
     names = [b.proto.label for b in at.main.get("download_button")]
     assert names == ["q.npy", "k.npy", "v.npy", "q_head0.csv", "k_head0.csv", "weights.npy"]
+
+
+def test_unknown_pieces_are_counted_only_when_there_are_some():
+    """A word MiniLM cannot spell gets the note with the tokenizer's own count (counted here
+    from its ids); a text it spells whole gets none ("0 of the 9 pieces..." is noise)."""
+    from attention.i18n import translate
+
+    tokenizer = load_model(BUNDLED).tokenizer
+    odd = "the cat ☃ sat"
+    ids = tokenizer(odd)["input_ids"]
+    count = sum(i == tokenizer.unk_token_id for i in ids)
+    assert count >= 1
+    at = open_model_page(AttentionSpec(tokens=tuple(odd.split()), text=odd, source="pretrained"))
+    assert not at.exception
+    note = translate("en", "model.unknown_pieces", unk=tokenizer.unk_token, count=count,
+                     n=len(ids))
+    assert note in [c.value for c in at.caption]
+    at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split()), text=TEXT, source="pretrained"))
+    assert not [c.value for c in at.caption if tokenizer.unk_token in c.value]

@@ -35,7 +35,10 @@ def ensure_model(source: str = models.BUNDLED, *, wait: bool = True) -> models.L
     until it is done, then the model (a click meanwhile reruns the page, as always); with
     wait=False (the sidebar, which the page's own call follows) Pending instead."""
     if models.is_kept(source):
-        return _load(source)
+        try:
+            return _load(source)
+        except Pending:          # evicted since, and converting again (its copy was damaged,
+            pass                 # or another cache dir): the progress bar below
     try:
         with st.spinner(t("common.loading_model"), show_time=True):
             return _load(source)
@@ -64,6 +67,13 @@ def check(spec: AttentionSpec) -> UserError | None:
     except UserError as err:
         return err
     return None
+
+
+def pieces(source: str, text: str) -> tuple[models.LoadedModel, tuple[str, ...]]:
+    """(the model, its pieces of `text` as the pages show them): the tokenizer only, no
+    forward pass; UserError for a text the model cannot run (empty, too long)."""
+    loaded = ensure_model(source)
+    return loaded, loaded.pieces(loaded.encode(text)["input_ids"][0].tolist())
 
 
 def report(source: str, text: str, hide_sinks: bool = False) -> modelrun.HeadsReport:

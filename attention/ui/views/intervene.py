@@ -122,10 +122,10 @@ def pick_interventions(loaded) -> str:
     # no "Select all" of Streamlit's beside the lists' own "All layers" / "All heads"
     cols[1].multiselect(t("model.iv_layers"), layer_options, key=LAYERS, on_change=_edited,
                         format_func=lambda v: t("model.iv_all_layers") if v == ALL else str(v),
-                        select_all=False)
+                        select_all=False, placeholder=t("model.iv_pick_layers"))
     cols[2].multiselect(t("model.iv_heads"), head_options, key=HEADS, on_change=_edited,
                         format_func=lambda v: t("model.iv_all_heads") if v == ALL else str(v),
-                        select_all=False)
+                        select_all=False, placeholder=t("model.iv_pick_heads"))
     if st.session_state[KIND] == "temperature":
         cols[3].number_input(t("model.iv_tau"), min_value=0.01, max_value=100.0, step=0.5,
                              key=TAU, on_change=_edited, help=t("model.iv_tau_help"))

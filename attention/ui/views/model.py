@@ -80,20 +80,30 @@ def draw_table_part(spec) -> None:
 
 
 def draw_interventions_part(spec) -> None:
-    """What the model outputs with heads removed, sharpened or unscaled."""
-    found = _model_for(spec)
+    """What the model outputs with heads removed, sharpened or unscaled. Only the model's
+    pieces of the text are looked up first, not its HeadsReport: a report holds every head's
+    weights twice (SmolLM2 at 256 pieces: 79 MB), and a session waiting for its turn at the
+    gate held it; eight such sessions took a server past 2 GB (bench/memory.py --lm)."""
+    found = _model_for(spec, report=False)
     if found is not None:
-        source, loaded, report = found
-        draw_interventions(loaded, source, spec.model_text, report.tokens)
+        source, loaded, tokens = found
+        draw_interventions(loaded, source, spec.model_text, tokens)
 
 
-def _model_for(spec):
-    """(source, the model, its HeadsReport on the sidebar's text), after the notes on what
-    is shown; or None once the reason it cannot be had is shown."""
+def _model_for(spec, report: bool = True):
+    """(source, the model, its HeadsReport on the sidebar's text; with report=False only the
+    model's pieces of it), after the notes on what is shown; or None once the reason it
+    cannot be had is shown."""
     real = spec.source == "pretrained"
     source = spec.model_source if real else BUNDLED
     if not real:
         st.info(t("model.toy_note"), icon=":material/info:")
+    if not report:
+        try:
+            return source, *cached.pieces(source, spec.model_text)
+        except UserError as err:
+            st.error(message(err), icon=":material/error:")
+            return None
     loaded_report = _loaded_report(spec, source)
     return None if loaded_report is None else (source, *loaded_report)
 
@@ -148,7 +158,8 @@ def draw_pieces(report) -> None:
     with st.container(border=True):
         st.text(" ".join(report.tokens), width="stretch")
     unk, count = report.unk
-    if unk is not None:
+    if unk is not None and count:   # "0 of the 5 pieces..." is noise, and a byte-level
+        # vocabulary (SmolLM2) spells every word: its unk is only a name (<|endoftext|>)
         st.caption(t("model.unknown_pieces", unk=unk, count=count, n=len(report.tokens)))
 
 
