@@ -65,3 +65,93 @@ def test_heatmap_view_buttons_stay_on_a_phones_screen(server, chromium, lang):
         assert len(rights) == 3 and max(rights) <= 390, rights
     finally:
         context.close()
+
+
+# Every chart of the page has drawn: Vega's marks are in each chart element (the page's charts
+# come in one by one) and every canvas figure has painted and is not repainting.
+CHARTS_DRAWN = """([vega, canvas]) => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (!main) return false;
+  const charts = [...main.querySelectorAll('[data-testid="stVegaLiteChart"]')];
+  const figures = [...main.querySelectorAll('.ae-heatmap')];
+  return charts.length >= vega && figures.length >= canvas
+    && charts.every(c => c.querySelector('svg.marks, canvas.marks'))
+    && figures.every(f => f.dataset.drawn && !f.dataset.pending);
+}"""
+
+# What runs past a phone's screen, as sentences (empty: nothing). A Vega chart: its box and
+# every text it draws (a text past the box is cut by it: an axis title centred under a narrow
+# plot was). A canvas figure: inside the screen, or, when its content is wider, a box that
+# scrolls sideways with the line that says so shown.
+PAST_THE_EDGE = """(W) => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const out = [];
+  for (const chart of main.querySelectorAll('[data-testid="stVegaLiteChart"]')) {
+    const box = chart.getBoundingClientRect();
+    const name = (chart.getAttribute('aria-label') || chart.innerText || '').slice(0, 40);
+    if (box.right > W + 0.5) out.push(`chart ${name}: right edge ${Math.round(box.right)}`);
+    for (const text of chart.querySelectorAll('svg text')) {
+      const r = text.getBoundingClientRect();
+      if (!r.width || !text.textContent.trim()) continue;
+      // a turned title's box pokes 2 px out on the left where its glyphs do not
+      if (r.right > Math.min(W, box.right) + 1 || r.left < box.left - 3)
+        out.push(`chart ${name}: "${text.textContent}" spans ${Math.round(r.left)}-${Math.round(r.right)}`);
+    }
+  }
+  for (const figure of main.querySelectorAll('.ae-heatmap')) {
+    const box = figure.getBoundingClientRect();
+    const name = figure.innerText.slice(0, 40).replace(/\\n/g, ' ');
+    if (box.right > W + 0.5) out.push(`figure ${name}: right edge ${Math.round(box.right)}`);
+    if (figure.scrollWidth > figure.clientWidth + 1) {
+      const hint = figure.querySelector(':scope > .ae-scroll-hint');
+      if (!['auto', 'scroll'].includes(getComputedStyle(figure).overflowX))
+        out.push(`figure ${name}: ${figure.scrollWidth} px wide in ${figure.clientWidth} px, no scrolling`);
+      else if (!hint || !hint.offsetHeight || hint.getBoundingClientRect().right > W + 0.5)
+        out.push(`figure ${name}: scrolls sideways without saying so`);
+    } else {
+      for (const el of figure.querySelectorAll('*')) {
+        const r = el.getBoundingClientRect();
+        if (r.width && r.right > W + 0.5) { out.push(`figure ${name}: a part ends at ${Math.round(r.right)}`); break; }
+      }
+    }
+  }
+  for (const label of main.querySelectorAll('[data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"]')) {
+    if (label.scrollWidth > label.clientWidth + 1)      // Streamlit ends it with an ellipsis
+      out.push(`label "${label.textContent}" cut (${label.scrollWidth} px in ${label.clientWidth})`);
+  }
+  return out;
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("path, vega, canvas", [("Model_heads", 0, 5),
+                                                ("Does_the_model_use_it", 6, 0)])
+def test_charts_stay_on_a_phones_screen(server, chromium, path, vega, canvas, lang):
+    """At 390 x 844 no chart of Model heads or "Does the model use it?" passes the screen's
+    right edge or cuts a text of its own; the 72-head grid and the ||f(x_j)|| bars, which
+    keep their cells' size, scroll sideways in their own box under a line that says so; no
+    widget label is cut."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    from tests.conftest import UI_TIMEOUT, wait_for_app
+
+    context = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                   has_touch=True)
+    page = context.new_page()
+    try:
+        page.goto(f"{server.url}/{path}?lang={lang}")
+        wait_for_app(page)
+        page.wait_for_function(CHARTS_DRAWN, arg=[vega, canvas], timeout=UI_TIMEOUT)
+        try:   # a chart as wide as its column may settle a frame after it drew
+            page.wait_for_function(f"() => ({PAST_THE_EDGE})(390).length === 0", timeout=5_000)
+        except PlaywrightError:
+            pass
+        problems = page.evaluate(PAST_THE_EDGE, 390)
+        assert problems == [], problems
+        if path == "Model_heads":   # the grid does overflow a phone: its box scrolls
+            scrolled = page.evaluate("""() => { const f = document.querySelector('.ae-grid');
+                f.scrollLeft = 1000; return [f.scrollLeft, f.scrollWidth - f.clientWidth]; }""")
+            assert scrolled[0] > 0 and scrolled[0] == pytest.approx(scrolled[1], abs=1), scrolled
+    finally:
+        context.close()

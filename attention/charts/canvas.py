@@ -275,7 +275,7 @@ def grid_figure(image: np.ndarray, blocks: int, labels: Sequence[str], lang: str
               "legends": [True]}
     return {"layout": _layout_key(layout), **layout, "panels": [panel], "tip": tip,
             "current": list(current) if current is not None else None, "box": None,
-            "brush": False}
+            "brush": False, "scroll_hint": _t(lang, "scroll_hint")}
 
 
 ROW_COLORS = ("#2b6cb0", "#d1495b")   # scaled, unscaled: the colours of the bar version
@@ -304,7 +304,8 @@ def row_figure(line: Mapping[str, np.ndarray], tokens: Sequence[str], lang: str 
            "key_tokens": list(tokens), "raw_score": over_keys("raw_score", 3)}
     layout = {"kind": "row", "n": n, **axis, "names": [s["name"] for s in series]}
     return {"layout": _layout_key(layout), **layout, "height": ROW_HEIGHT, "panels": [],
-            "title": title, "series": series, "tip": tip, "box": None, "brush": False}
+            "title": title, "series": series, "tip": tip, "box": None, "brush": False,
+            "scroll_hint": _t(lang, "scroll_hint")}
 
 
 BARS_HEIGHT = 200      # px: the plot area of a bars figure
@@ -312,12 +313,14 @@ BAR_LABELS_MAX = 64    # up to this many bars each is labelled with its token; p
 
 
 def bars_figure(heights: np.ndarray, shades: np.ndarray, tokens: Sequence[str], *,
-                titles: Mapping[str, str], scheme: str = "blues", width: int = 740) -> dict:
+                titles: Mapping[str, str], scheme: str = "blues", width: int = 740,
+                scroll_hint: str = "") -> dict:
     """One bar a key: `heights` (n,) on a linear axis from 0 to a round top, each bar coloured
     by its `shades` (n,) on a [0, 1] `scheme` scale (as a Vega bar chart with that colour
     scale colours it), the tokens under the bars ("token ·pos") up to BAR_LABELS_MAX.
     titles: "x", "y" (the heights) and "shade" (the legend), and "token", "pos" for the
-    tooltip, which carries a bar's token, position, height and shade."""
+    tooltip, which carries a bar's token, position, height and shade. scroll_hint: the line
+    shown above the figure while it is wider than its column (it then scrolls sideways)."""
     height = np.asarray(heights, dtype=np.float64)                              # (n,)
     shade = np.asarray(shades, dtype=np.float64)                                # (n,)
     n = len(tokens)
@@ -340,7 +343,7 @@ def bars_figure(heights: np.ndarray, shades: np.ndarray, tokens: Sequence[str], 
             "heights": _json_values(height[None, :], 3)[0],
             "shades": _json_values(shade[None, :], 3)[0],
             "colors": ["#%02x%02x%02x" % tuple(c[:3]) for c in rgba.tolist()],
-            "tip": tip, "box": None, "brush": False}
+            "tip": tip, "box": None, "brush": False, "scroll_hint": scroll_hint}
 
 
 MAGIC = b"AEF1"   # a packed figure: MAGIC, uint32 little-endian JSON length, JSON, PNGs

@@ -9,7 +9,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from attention.charts.model import natural_size
+from attention.charts.size import fit_width
 from attention.i18n import translate
 
 GREY = "#bbbbbb"
@@ -62,11 +62,14 @@ def interval_chart(frame: pd.DataFrame, lang: str, *, x_title: str, value: str =
             *_tips(lang, ("ci_low", "ci_high", "null_low", "null_high"), ".3f")]
     base = alt.Chart(data).encode(y=ycode, tooltip=tips)
     null = base.mark_bar(color=GREY, opacity=0.6, size=10).encode(
-        x=alt.X("null_low:Q", title=x_title), x2="null_high:Q")
+        # the title ends where the plot ends: centred under a phone's narrow plot (the labels
+        # take most of the width) it ran past the chart's right edge
+        x=alt.X("null_low:Q", title=x_title, axis=alt.Axis(titleAnchor="end")),
+        x2="null_high:Q")
     ci = base.mark_rule(color="black", strokeWidth=2).encode(x="ci_low:Q", x2="ci_high:Q")
     point = base.mark_circle(size=50, color="#1f77b4", opacity=1).encode(x=f"{value}:Q")
     # One row per label at a fixed step, so every label is drawn (a fixed height thinned them)
-    return natural_size(alt.layer(null, ci, point).properties(width=420, height=alt.Step(20)))
+    return fit_width(alt.layer(null, ci, point).properties(height=alt.Step(20)))
 
 
 
@@ -99,7 +102,9 @@ def faithfulness_chart(faith: pd.DataFrame, lang: str, methods=None) -> alt.Char
     base = alt.Chart(data).encode(
         x=alt.X("fraction:Q", title=_t(lang, "axis_fraction"), axis=alt.Axis(format="%")),
         color=alt.Color("label:N", title=_t(lang, "axis_method"),
-                        legend=alt.Legend(labelLimit=320)),
+                        # below the plot, one entry a line: on its right it took a phone's width
+                        legend=alt.Legend(orient="bottom", direction="vertical",
+                                          labelLimit=300)),
         tooltip=[alt.Tooltip("label:N", title=_t(lang, "col_method")),
                  alt.Tooltip("fraction:Q", title=_t(lang, "axis_fraction"), format=".0%"),
                  alt.Tooltip("change:Q", title=_t(lang, "axis_change"), format=".4f"),
@@ -108,7 +113,7 @@ def faithfulness_chart(faith: pd.DataFrame, lang: str, methods=None) -> alt.Char
         y=alt.Y("change:Q", title=_t(lang, "axis_change")),
         strokeDash=alt.StrokeDash("dash:N", legend=None))
     bars = base.mark_rule(opacity=0.6).encode(y="ci_low:Q", y2="ci_high:Q")
-    return natural_size(alt.layer(bars, lines).properties(width=420, height=280))
+    return fit_width(alt.layer(bars, lines).properties(height=280))
 
 
 def heads_chart(heads: pd.DataFrame, lang: str, value: str = "ablation") -> alt.Chart:
@@ -124,8 +129,8 @@ def heads_chart(heads: pd.DataFrame, lang: str, value: str = "ablation") -> alt.
                  *[alt.Tooltip(f"{c}:Q", title=method_label(lang, c, None), format=".4f")
                    for c in ("ablation", "mean_ablation", "gradient", "max_weight", "entropy")
                    if c in data]],
-    ).properties(width=420, height=30 * max(1, data["layer"].nunique()))
-    return natural_size(chart)
+    ).properties(height=30 * max(1, data["layer"].nunique()))
+    return fit_width(chart)
 
 
 def pruning_chart(pruning: pd.DataFrame, lang: str) -> alt.Chart:
@@ -145,7 +150,7 @@ def pruning_chart(pruning: pd.DataFrame, lang: str) -> alt.Chart:
                                            format=".3f"),
                                *_tips(lang, ("ci_low", "ci_high", "random_mean", "random_low",
                                              "random_high"), ".3f")])
-    return natural_size(alt.layer(band, random_mean, ci, line).properties(width=420, height=240))
+    return fit_width(alt.layer(band, random_mean, ci, line).properties(height=240))
 
 
 def sweep_chart(sweep: pd.DataFrame, lang: str) -> alt.Chart:
@@ -163,4 +168,4 @@ def sweep_chart(sweep: pd.DataFrame, lang: str) -> alt.Chart:
     bars = base.mark_rule(color="black").encode(
         y=alt.Y("diff_low:Q", title=_t(lang, "axis_diff")), y2="diff_high:Q")
     points = base.mark_line(point=True).encode(y="diff:Q")
-    return natural_size(alt.layer(zero, bars, points).properties(width=420, height=220))
+    return fit_width(alt.layer(zero, bars, points).properties(height=220))

@@ -125,7 +125,8 @@ def norm_figure(frame: pd.DataFrame, lang: str, *, width: int = 740) -> dict:
     titles = {name: _t(lang, key) for name, key in (("x", "key"), ("y", "f_norm"),
               ("shade", "mean_weight"), ("token", "key"), ("pos", "key_pos"))}
     return bars_figure(frame["f_norm"].to_numpy(), frame["mean_weight"].to_numpy(),
-                       list(frame["key_token"]), titles=titles, scheme="blues", width=width)
+                       list(frame["key_token"]), titles=titles, scheme="blues", width=width,
+                       scroll_hint=translate(lang, "heatmap.scroll_hint"))
 
 
 def norm_chart(frame: pd.DataFrame, tokens, lang: str, *, width: int = 740) -> Figure:

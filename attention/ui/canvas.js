@@ -326,6 +326,7 @@ function observeRowWidth(state) {
     if (state.row && state.data.kind === "row" && state.row.width !== rowWidth) {
       buildRow(state, state.data);
       paintRow(state);
+      scrollHint(state, state.data.scroll_hint);   // the rebuild emptied the figure
     }
   });
   state.observer.observe(state.root.parentElement);
@@ -532,6 +533,33 @@ function paintGrid(state, image) {
   }
 }
 
+// A row, grid or bars figure wider than its column scrolls sideways in its own box
+// (canvas.css); while it does, a line above it says so (a phone's scroll bar is an overlay,
+// drawn only while a finger moves it). The line stays put while the figure scrolls.
+function scrollHint(state, text) {
+  const { root } = state;
+  let hint = root.querySelector(":scope > .ae-scroll-hint");
+  if (!text) {
+    if (hint) hint.remove();
+    return;
+  }
+  if (!hint) {
+    hint = el("div", "ae-scroll-hint");
+    root.prepend(hint);
+  }
+  hint.textContent = text;
+  if (!state.overflowObserver) {           // the column narrows or widens (a turned phone)
+    state.overflowObserver = new ResizeObserver(() => markOverflow(state));
+    state.overflowObserver.observe(root);
+  }
+  markOverflow(state);
+}
+
+function markOverflow(state) {
+  const { root } = state;
+  root.classList.toggle("ae-overflows", root.scrollWidth > root.clientWidth + 1);
+}
+
 export default function (component) {
   const { parentElement, setTriggerValue } = component;
   const data = unpack(component.data);
@@ -556,6 +584,7 @@ export default function (component) {
     relabel(state, data);
   }
   state.labelsKey = data.labels_key;
+  scrollHint(state, data.scroll_hint);
   if (data.kind === "row" || data.kind === "bars") {         // no images: drawn at once
     (data.kind === "row" ? paintRow : paintBars)(state);
     state.root.dataset.drawn = String(version);

@@ -17,6 +17,7 @@ import streamlit as st
 from attention import config
 from attention.text import corpora
 from attention.charts import importance as charts
+from attention.charts.size import FIT_PX
 from attention.conclusions import unknown
 from attention.conclusions.importance import conclusions
 from attention.errors import UserError
@@ -201,7 +202,7 @@ def draw_agreement(head: str, agreement: pd.DataFrame, language: str, table: boo
     if agreement.empty:
         st.info(t("importance.agreement_none"), icon=":material/info:")
         return
-    show(charts.agreement_chart(agreement, language), width="content")
+    show(charts.agreement_chart(agreement, language), width=FIT_PX)
     if table:
         st.markdown(f"**{t('importance.agreement_table')}**")
         st.dataframe(agreement_table(agreement, language), hide_index=True, width="stretch",
@@ -220,7 +221,7 @@ def draw_faithfulness(faith: pd.DataFrame, language: str, table: bool) -> None:
     st.caption(t("importance.faith_help", fractions=fractions, texts=int(faith["texts"].max())))
     last = faith["layer"].max()
     shown = {(m, None) for m in FAITH_SHOWN} | {(m, int(last)) for m in FAITH_SHOWN}
-    show(charts.faithfulness_chart(faith, language, shown), width="content")
+    show(charts.faithfulness_chart(faith, language, shown), width=FIT_PX)
     if not table:
         return
     per = charts.labelled(faith.drop_duplicates(subset=["method", "layer"]), language)
@@ -234,18 +235,18 @@ def draw_faithfulness(faith: pd.DataFrame, language: str, table: bool) -> None:
 def draw_heads(heads: pd.DataFrame, sharp: pd.DataFrame, texts: int, language: str) -> None:
     st.subheader(t("importance.heads_title"))
     st.caption(t("importance.heads_help", texts=texts))
-    show(charts.heads_chart(heads, language), width="content")
+    show(charts.heads_chart(heads, language), width=FIT_PX)
     st.subheader(t("importance.sharp_title"))
     st.caption(t("importance.sharp_help", heads=int(heads.groupby("layer").size().max())))
     if len(sharp):
-        show(charts.sharpness_chart(sharp, language), width="content")
+        show(charts.sharpness_chart(sharp, language), width=FIT_PX)
 
 
 def draw_pruning(pruning: pd.DataFrame, language: str) -> None:
     st.subheader(t("importance.pruning_title"))
     metric = t(f"importance.metric_{pruning['metric_name'].iloc[0]}")
     st.caption(t("importance.pruning_help", orders=int(pruning["orders"].iloc[0]), metric=metric))
-    show(charts.pruning_chart(pruning, language), width="content")
+    show(charts.pruning_chart(pruning, language), width=FIT_PX)
 
 
 def draw_sweep(layers: int, sweep: pd.DataFrame, language: str) -> pd.DataFrame:
@@ -259,5 +260,5 @@ def draw_sweep(layers: int, sweep: pd.DataFrame, language: str) -> pd.DataFrame:
     rows = sweep[sweep["layer"] == layer]
     st.caption(t("importance.sweep_help",
                  metric=t(f"importance.metric_{sweep['metric_name'].iloc[0]}")))
-    show(charts.sweep_chart(rows, language), width="content")
+    show(charts.sweep_chart(rows, language), width=FIT_PX)
     return rows
