@@ -382,3 +382,48 @@ def test_the_pages_read_the_one_model_store(tiny):
     assert not M.is_kept(first) and loading.kept() == (second, third)
     assert M.is_kept(M.BUNDLED) == (loading._bundled.cache_info().currsize > 0)
     assert not M.is_kept("not!a model") and not M.is_kept(str(tiny["gpt2"]) + "-nowhere")
+
+
+@pytest.mark.parametrize("name, mask_at", [("llama", None), ("gpt2", None), ("bert", 3)])
+def test_an_outcomes_lean_capture_equals_the_full_one(tiny, name, mask_at):
+    """lm_outcome's runs keep no q, k, v and one logits row plus the losses (Capture): every
+    number of the outcome equals the one computed from full runs to 1e-6."""
+    from attention.models import runs
+    from attention.models.capture import Capture
+
+    source = str(tiny[name])
+    ivs = (M.Intervention("temperature", 1, None, 2.0), M.Intervention("ablate", 0, 1))
+    runs.RUNS.clear()                            # the plain run not kept: both runs lean
+    lean = runs.lm_outcome(source, TEXT, ivs, mask_at=mask_at)
+    full = runs.lm_outcome(source, TEXT, ivs, mask_at=mask_at, lean=False)
+    runs.RUNS.clear()
+    assert (lean.position, lean.token) == (full.position, full.token)
+    assert abs(lean.kl - full.kl) <= 1e-6
+    assert list(lean.top["before"]) == list(full.top["before"])
+    assert list(lean.top["after"]) == list(full.top["after"])
+    for col in ("p_before", "p_before_after", "p_after"):
+        assert (lean.top[col] - full.top[col]).abs().max() <= 1e-6
+    if full.losses is None:
+        assert lean.losses is None
+    else:
+        assert list(lean.losses["token"]) == list(full.losses["token"])
+        for col in ("loss_before", "loss_after", "change"):
+            assert (lean.losses[col] - full.losses[col]).abs().max() <= 1e-6
+    a, b = lean.attention, full.attention
+    assert a.heads == b.heads and a.named == b.named
+    for part in ("before", "after"):
+        assert (getattr(a, part) - getattr(b, part)).abs().max().item() <= 1e-6
+    assert torch.equal(a.mask, b.mask)
+    numbers = [c for c in b.table.columns if c not in ("layer", "head", "named")]
+    assert (a.table[numbers] - b.table[numbers]).abs().max().max() <= 1e-6
+    # what a lean run keeps
+    loaded = M.load_model(source)
+    position = -1 if mask_at is None else mask_at
+    r = loaded.run(TEXT, ivs, mask_at=mask_at, capture=Capture(qkv=False, logits_row=position))
+    f = loaded.run(TEXT, ivs, mask_at=mask_at)
+    assert r.q is None and r.k is None and r.v is None and r.logits is None
+    assert torch.equal(r.logits_of(position), f.logits[position])
+    with pytest.raises(ValueError):
+        r.logits_of(position - 1)
+    if loaded.head == "causal_lm":
+        assert (r.token_losses() - f.token_losses()).abs().max().item() <= 1e-12

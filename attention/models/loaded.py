@@ -10,7 +10,8 @@ import torch
 
 from attention import config
 from attention.errors import UserError
-from attention.models.capture import ModelRun, forward
+from attention.models import outcomes
+from attention.models.capture import FULL, Capture, ModelRun, forward
 from attention.models.interventions import Intervention, plans
 from attention.models.registered import Forward
 
@@ -97,10 +98,12 @@ class LoadedModel:
                                 name=self.name)
         return out
 
-    def run(self, text: str, interventions=(), *, mask_at: int | None = None) -> ModelRun:
+    def run(self, text: str, interventions=(), *, mask_at: int | None = None,
+            capture: Capture = FULL) -> ModelRun:
         """One forward pass of `text` with core.attention (and the interventions) inside.
         mask_at: replace the token at that position by the tokenizer's mask token first (a
-        masked LM's prediction there); UserError when there is no mask token or position."""
+        masked LM's prediction there); UserError when there is no mask token or position.
+        capture: what the run keeps (capture.Capture; everything by default)."""
         interventions = self.check(interventions)
         enc = self.encode(text)
         if mask_at is not None:
@@ -115,18 +118,28 @@ class LoadedModel:
         ids = enc["input_ids"][0]                                      # (n,)
         sinks = torch.isin(ids, torch.tensor(sorted(self.special_ids), dtype=ids.dtype))
         sinks[0] = True                                                # (n,) first token too
-        state = Forward(plans=plans(interventions, self.layers, self.heads), sinks=sinks)
+        state = Forward(plans=plans(interventions, self.layers, self.heads), sinks=sinks,
+                        qkv=capture.qkv)
         out, last = forward(self.model, enc, state)
         real = enc["attention_mask"][0].bool()                         # (n,)
         pooled = last[real].mean(dim=0)                                # (hidden,)
         logits = out.logits[0] if self.head != "none" else None        # (n, vocab)
-        weights, q, k, v = (_stacked(part) for part in (state.weights, state.q, state.k, state.v))
+        del out
+        lean = {}
+        if logits is not None and capture.logits_row is not None:
+            at = capture.logits_row % len(ids)
+            lean = dict(logits_at=at, logits_row=logits[at].clone(),  # (vocab,)
+                        losses=outcomes.token_losses(logits, ids.tolist())
+                        if self.head == "causal_lm" else None)         # (n-1,)
+            logits = None
+        weights = _stacked(state.weights)
+        q, k, v = (_stacked(part) if capture.qkv else None for part in (state.q, state.k, state.v))
         return ModelRun(
             tokens=self.pieces(ids.tolist()),
             ids=tuple(ids.tolist()), weights=weights,
             logits=logits, embedding=torch.nn.functional.normalize(pooled, dim=0),
             last_hidden=last, q=q, k=k, v=v, mask=torch.stack(state.masks),
-            scaling=tuple(state.scaling), sinks=sinks, interventions=interventions)
+            scaling=tuple(state.scaling), sinks=sinks, interventions=interventions, **lean)
 
     def value_vectors(self, run: ModelRun, layer: int) -> torch.Tensor | None:
         """f_h(x_j) = v_h(x_j) W_O[:, h] (Kobayashi et al. 2020): what head h adds to the

@@ -69,8 +69,12 @@ def compare_top(before: torch.Tensor, after: torch.Tensor, decode: Callable[[int
 def loss_table(before: torch.Tensor, after: torch.Tensor, ids: Sequence[int],
                tokens: Sequence[str]) -> pd.DataFrame:
     """Per next token of the text: its position, text, loss before and after (nats)."""
-    lb, la = token_losses(before, ids), token_losses(after, ids)        # (n-1,) each
-    return pd.DataFrame({"position": range(1, len(ids)), "token": list(tokens[1:]),
+    return losses_frame(token_losses(before, ids), token_losses(after, ids), tokens)
+
+
+def losses_frame(lb: torch.Tensor, la: torch.Tensor, tokens: Sequence[str]) -> pd.DataFrame:
+    """loss_table from the losses (n-1,) before and after (token_losses)."""
+    return pd.DataFrame({"position": range(1, len(tokens)), "token": list(tokens[1:]),
                          "loss_before": lb.numpy(), "loss_after": la.numpy(),
                          "change": (la - lb).numpy()})
 

@@ -37,6 +37,7 @@ class Forward:
     plans: dict[int, tuple[HeadPlan, ...]] = field(default_factory=dict)
     sinks: torch.Tensor | None = None    # (n_k,) bool: keys that "hide_sinks" removes
     record: bool = True
+    qkv: bool = True                     # with record: q, k, v too (capture.Capture.qkv)
     batch: bool = False                  # record every batch element (b, heads, ...), not the first
     calls: int = 0                       # attention calls so far = the next layer's index
     observe: object = None               # observe(layer, weights (b, heads, n_q, n_k)) per call
@@ -148,9 +149,10 @@ def core_attention_forward(module, query, key, value, attention_mask, scaling=No
         state.calls += 1
         if state.record:
             first = slice(None) if state.batch else 0                  # batch: keep every element
-            state.q.append(query[first])
-            state.k.append(key[first])
-            state.v.append(value[first])
+            if state.qkv:
+                state.q.append(query[first])
+                state.k.append(key[first])
+                state.v.append(value[first])
             state.weights.append(weights[first])
             n_q, n_k = query.shape[-2], key.shape[-2]
             full = torch.ones(n_q, n_k, dtype=torch.bool)

@@ -17,7 +17,7 @@ from attention.measures import heads as headstats
 from attention.measures.rollout import rollout
 from attention.measures.sinks import hide_sinks as hidden_sinks
 from attention.models import outcomes
-from attention.models.capture import ModelRun
+from attention.models.capture import FULL, Capture, ModelRun
 from attention.models.changes import AttentionChange, attention_change
 from attention.models.loaded import LoadedModel
 from attention.models.loading import load_model
@@ -26,12 +26,14 @@ RUNS = ByteLRU(config.RUN_BYTES)
 
 
 def run(source: str, text: str, interventions: tuple = (), *,
-        mask_at: int | None = None) -> ModelRun:
+        mask_at: int | None = None, capture: Capture = FULL) -> ModelRun:
     """One forward pass of `text` through the model `source` names (UserError otherwise);
-    runs without interventions are kept in RUNS."""
+    full runs without interventions are kept in RUNS (one already kept is returned for any
+    capture: it holds everything)."""
     if not interventions and mask_at is None:
-        return RUNS.get_or_compute((source, text), lambda: load_model(source).run(text))
-    return load_model(source).run(text, interventions, mask_at=mask_at)
+        if capture == FULL or (source, text) in RUNS:
+            return RUNS.get_or_compute((source, text), lambda: load_model(source).run(text))
+    return load_model(source).run(text, interventions, mask_at=mask_at, capture=capture)
 
 
 def check_layer(loaded: LoadedModel, layer: int) -> int:
@@ -143,25 +145,33 @@ class LmOutcome:
 
 
 def lm_outcome(source: str, text: str, interventions: tuple, *,
-               mask_at: int | None = None) -> LmOutcome:
+               mask_at: int | None = None, lean: bool = True) -> LmOutcome:
     """Causal LM (mask_at None): the next token after the text, and each token's loss.
     Masked LM: the prediction at `mask_at` (that piece replaced by the mask token), or, when
-    mask_at is None, at the first mask token already in the text."""
+    mask_at is None, at the first mask token already in the text.
+    lean: both runs capture only what the outcome reads (no q, k, v; one logits row and the
+    losses), unless the plain run is kept in RUNS already; False: full runs (the same numbers)."""
     loaded = load_model(source)
-    before = run(source, text, mask_at=mask_at)
-    after = run(source, text, interventions, mask_at=mask_at)
-    decode = lambda i: loaded.pieces([i])[0]                             # noqa: E731
+    ids = loaded.encode(text)["input_ids"][0].tolist()                  # the text's own ids
     if loaded.head == "causal_lm":
-        position = before.n - 1
-        losses = outcomes.loss_table(before.logits, after.logits, before.ids, before.tokens) \
-            if before.n > 1 else None
+        position = -1
+    elif mask_at is not None:
+        position = mask_at
+    else:
+        position = ids.index(loaded.tokenizer.mask_token_id)
+    capture = Capture(qkv=False, logits_row=position) if lean else FULL
+    before = run(source, text, mask_at=mask_at, capture=capture)
+    after = run(source, text, interventions, mask_at=mask_at, capture=capture)
+    decode = lambda i: loaded.pieces([i])[0]                             # noqa: E731
+    position %= before.n
+    if loaded.head == "causal_lm":
+        losses = outcomes.losses_frame(before.token_losses(), after.token_losses(),
+                                       before.tokens) if before.n > 1 else None
         token = before.tokens[position]
     else:
-        mask_id = loaded.tokenizer.mask_token_id
-        position = mask_at if mask_at is not None else before.ids.index(mask_id)
         losses = None
-        token = run(source, text).tokens[position]
-    b, a = before.logits[position], after.logits[position]             # (vocab,) each
+        token = loaded.pieces(ids)[position]                             # before any masking
+    b, a = before.logits_of(position), after.logits_of(position)       # (vocab,) each
     return LmOutcome(position=position, token=token, top=outcomes.compare_top(b, a, decode),
                      kl=outcomes.kl_divergence(b, a), losses=losses,
                      attention=attention_change(before, after, interventions))
@@ -181,14 +191,17 @@ def embedding_outcome(source: str, text: str, interventions: tuple,
     """The cosine between the text's embeddings before and after; with two lines or more,
     each line's own cosine before against after, and every pair of lines' cosine before and
     after (outcomes.similarity_frame)."""
-    before, after = run(source, text), run(source, text, interventions)
+    lean = Capture(qkv=False)
+    before = run(source, text, capture=lean)
+    after = run(source, text, interventions, capture=lean)
     change = attention_change(before, after, interventions)
     cos = outcomes.cosine(before.embedding, after.embedding)
     if len(lines) < 2:
         return EmbeddingOutcome(cosine=cos, lines=None, pairs=None, attention=change)
     loaded = load_model(source)
-    plain = torch.stack([loaded.run(line).embedding for line in lines])           # (s, hidden)
-    changed = torch.stack([loaded.run(line, interventions).embedding for line in lines])
+    plain = torch.stack([loaded.run(line, capture=lean).embedding for line in lines])  # (s, hidden)
+    changed = torch.stack([loaded.run(line, interventions, capture=lean).embedding
+                           for line in lines])
     each = pd.DataFrame({"sentence": list(lines),
                          "cosine": [outcomes.cosine(p, c) for p, c in zip(plain, changed)]})
     return EmbeddingOutcome(cosine=cos, lines=each, pairs=outcomes.similarity_frame(
