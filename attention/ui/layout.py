@@ -17,7 +17,7 @@ from attention.errors import UserError
 from attention.text.examples import EXAMPLES
 from attention.i18n import LANGUAGES
 from attention.spec import LIMITS, MAX_MODEL_CHARS, SOURCES, AttentionSpec
-from attention.tokens import FORMATS
+from attention.text.tokens import FORMATS
 from attention.ui import state
 from attention.ui.pages import PAGES
 from attention.ui.snapshot import snapshot_box
