@@ -37,7 +37,8 @@ from attention.measures.rank import spearman
 from attention import core
 
 from attention.measures import rows as metrics
-from attention.experiment.task import ARGMAX, MULTIPLIERS, Progress, SharpeningStudy, multiplier_label
+from attention.diskcache import Progress
+from attention.experiment.task import ARGMAX, MULTIPLIERS, SharpeningStudy, multiplier_label
 
 N_TOKENS, N_FEATURES, N_RELEVANT = 16, 10, 4
 CUE_NOISE, SIGNAL = 0.3, 0.5
@@ -159,7 +160,7 @@ def train(stacks: Sequence[Heads], steps: int, batch: int,
         loss.backward()
         opt.step()
         if progress is not None and ((step + 1) % every == 0 or step + 1 == steps):
-            progress((step + 1) / steps)
+            progress((step + 1) / steps, "train")
     for s in stacks:
         s.eval()
 
@@ -203,7 +204,7 @@ def sharpening_study(seed: int = 0, progress: Progress | None = None) -> Sharpen
     importance = importance_frame(head, data, IMPORTANCE_SAMPLES)
     within = [spearman(g["weight"], g["effect"]) for _, g in importance.groupby("sample")]
     if progress is not None:
-        progress(1.0)
+        progress(1.0, "")
     return SharpeningStudy(
         seed=seed, sweep=sweep, sample=sample_frame(head, data, 0), importance=importance,
         spearman_pooled=spearman(importance["weight"], importance["effect"]),
@@ -229,7 +230,7 @@ def scaling_sweep(seeds: tuple[int, ...] = (0, 1, 2),
     rows = [{"d_k": s.d_k, "scaled": s.scaled, "seed": seed, **scores}
             for s in stacks for seed, scores in zip(s.seeds, evaluate(s, data))]
     if progress is not None:
-        progress(1.0)
+        progress(1.0, "")
     return pd.DataFrame(rows)[SCALING_COLUMNS]
 
 
@@ -275,4 +276,4 @@ def _part(progress: Progress | None, start: float, end: float) -> Progress | Non
     """A callback for a sub-task that reports into [start, end] of the whole."""
     if progress is None:
         return None
-    return lambda frac: progress(start + (end - start) * frac)
+    return lambda frac, stage: progress(start + (end - start) * frac, stage)
