@@ -54,13 +54,15 @@ IMPORTANCE_SAMPLES = 64                   # eval samples in the attention-vs-imp
 
 
 @dataclass(frozen=True, eq=False)
-class Batch:
+class Examples:
+    """Samples of the toy task (a training step's or the held-out set): not a glossary batch
+    (texts padded for one forward pass, attention.importance.batch.Batch)."""
     x: torch.Tensor          # (..., b, n, features)
     y: torch.Tensor          # (..., b) in {0., 1.}; the label +-1 is 2y - 1
     relevant: torch.Tensor   # (..., b, n) bool, exactly N_RELEVANT True per sample
 
 
-def make_batch(size: int, gen: torch.Generator) -> Batch:
+def make_batch(size: int, gen: torch.Generator) -> Examples:
     """Fresh samples of the task, drawn from `gen` only."""
     sign = torch.randint(0, 2, (size,), generator=gen).float() * 2 - 1          # (b,) +-1
     order = torch.rand(size, N_TOKENS, generator=gen).argsort(dim=-1)           # (b, n)
@@ -69,10 +71,10 @@ def make_batch(size: int, gen: torch.Generator) -> Batch:
     rel = relevant.float()                                                      # (b, n)
     x[..., CUE] = rel + CUE_NOISE * x[..., CUE]
     x[..., EVIDENCE] = rel * SIGNAL * sign[:, None] + x[..., EVIDENCE]
-    return Batch(x=x, y=(sign > 0).float(), relevant=relevant)
+    return Examples(x=x, y=(sign > 0).float(), relevant=relevant)
 
 
-def eval_batch() -> Batch:
+def eval_batch() -> Examples:
     """The held-out evaluation set: fixed seed, never used for training."""
     return make_batch(EVAL_SIZE, torch.Generator().manual_seed(EVAL_SEED))
 
@@ -166,7 +168,7 @@ def train(stacks: Sequence[Heads], steps: int, batch: int,
 
 
 @torch.no_grad()
-def evaluate(heads: Heads, data: Batch, multiplier: float | str = 1.0) -> list[dict[str, float]]:
+def evaluate(heads: Heads, data: Examples, multiplier: float | str = 1.0) -> list[dict[str, float]]:
     """Per model: accuracy on `data` and how sharp its attention is (means over samples)."""
     sums = torch.zeros(4, len(heads.seeds), dtype=torch.float64)           # (stats, m)
     for start in range(0, data.x.shape[0], EVAL_CHUNK):
@@ -235,7 +237,7 @@ def scaling_sweep(seeds: tuple[int, ...] = (0, 1, 2),
 
 
 @torch.no_grad()
-def sample_frame(head: Heads, data: Batch, index: int) -> pd.DataFrame:
+def sample_frame(head: Heads, data: Examples, index: int) -> pd.DataFrame:
     """One eval sample's attention over its tokens at m = 1 and at argmax (tidy rows)."""
     x = data.x[None, index:index + 1]                                   # (1, 1, n, f)
     parts = []
@@ -251,7 +253,7 @@ def sample_frame(head: Heads, data: Batch, index: int) -> pd.DataFrame:
 
 
 @torch.no_grad()
-def importance_frame(head: Heads, data: Batch, samples: int) -> pd.DataFrame:
+def importance_frame(head: Heads, data: Examples, samples: int) -> pd.DataFrame:
     """Per (sample, token): its attention weight at m = 1 and its leave-one-out effect,
     |output logit - output logit with that token masked out| (the rest re-normalised)."""
     x = data.x[None, :samples]                                          # (1, s, n, f)
