@@ -43,7 +43,7 @@ from attention.errors import UserError
 
 DATA = Path(__file__).resolve().parent / "data"     # files that ship with the package
 
-# ---- pasted tokens and the toy model (attention.tokens, attention.spec) -----------------------
+# ---- pasted tokens and the toy model (attention.text.tokens, attention.spec) ------------------
 MAX_TOKENS = 2048          # the longest sequence the dashboard computes
 MAX_TOKEN_CHARS = 100      # a longer "token" is almost surely a paste gone wrong
 MAX_INPUT_CHARS = 200_000  # raw text is refused before parsing beyond this
@@ -64,7 +64,7 @@ MAX_WORK = 12 * MAX_TOKENS * 64 * (MAX_TOKENS + 64)
 SWEEP_MAX_TOKENS = 256     # the d_k sweep uses the first tokens only, so it stays fast at any n
 SWEEP_MAX_HEADS = 4        # and at most 4 heads (its rows are means over heads)
 
-# ---- files a visitor brings (attention.files.upload, attention.snapshot) ----------------------
+# ---- files a visitor brings (attention.files.upload, attention.files.snapshot) ----------------
 UPLOAD_MAX_BYTES = 16 * 1024 * 1024     # per uploaded matrix file
 UPLOAD_MAX_ABS = 1e15                   # |value| bound: q.k <= 1e30 * d_k stays finite in float32
 UPLOAD_MAX_MATRIX_TOKENS = 512          # an uploaded matrix is drawn cell by cell (n x n rows)
@@ -203,14 +203,6 @@ def downloads_allowed() -> bool:
     return policy().downloads
 
 
-def max_params() -> int:
-    """The parameter cap (ATTENTION_EXPLORER_MAX_PARAMS, default 500 M)."""
-    return policy().max_params
-
-
-def allowed_models() -> tuple[str, ...] | None:
-    """The allow-list (ATTENTION_EXPLORER_MODELS, comma-separated), or None when unset."""
-    return policy().allowed or None
 
 
 def shown(text: object, limit: int = SHOWN_CHARS) -> str:

@@ -47,6 +47,11 @@ import pyarrow as pa
 
 from attention.config import ENV_CACHE as ENV
 
+# The one progress callback of a long computation (a store's miss, a GGUF conversion, the
+# experiment's training): called with the fraction done, 0..1, and the stage it is in (a
+# word its caller names, e.g. models.convert's stage keys; "" when there is one stage).
+Progress = Callable[[float, str], None]
+
 # torch.__version__ as installed, read without importing torch (a page that only reads
 # stored results never loads it: docs/architecture.md, "Imports")
 TORCH_VERSION = importlib.metadata.version("torch")

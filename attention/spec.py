@@ -26,7 +26,7 @@ from typing import Mapping
 
 from attention.config import BUNDLED, LIMITS, MAX_CELLS, MAX_MODEL_CHARS, MAX_WORK
 from attention.errors import UserError
-from attention.tokens import (CONTROL, LINK_FORMAT, MAX_TOKENS, check_length, tokens_from_link,
+from attention.text.tokens import (CONTROL, LINK_FORMAT, MAX_TOKENS, check_length, tokens_from_link,
                      tokens_to_text)
 
 DEFAULT_TOKENS = ("the", "animal", "didn't", "cross", "the", "street",

@@ -36,7 +36,7 @@ import numpy as np
 
 from attention.text.examples import EXAMPLES
 from attention.spec import AttentionSpec
-from attention.tokens import parse_tokens
+from attention.text.tokens import parse_tokens
 from attention.ui.pages import url_path
 from bench.servers import Sampler, servers, tree_rss
 from bench.timing import print_table, row

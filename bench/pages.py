@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 from attention.spec import AttentionSpec
 from attention.text.examples import EXAMPLES
-from attention.tokens import parse_tokens
+from attention.text.tokens import parse_tokens
 from bench.browser import PROBE
 
 QUICK_BIG = 512     # --quick: the size of the rows named 2,048 (past 256: a row's step buttons)

@@ -28,7 +28,7 @@ from urllib.parse import urlencode
 from attention.config import BUNDLED_LM
 from attention.spec import AttentionSpec
 from attention.text.examples import EXAMPLES
-from attention.tokens import parse_tokens
+from attention.text.tokens import parse_tokens
 from attention.ui.pages import url_path
 from bench.pages import Tab, act, launch, pick
 

@@ -25,7 +25,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 from attention.config import BUNDLED_LM  # noqa: E402
 from attention.text.examples import EXAMPLES  # noqa: E402
 from attention.spec import AttentionSpec  # noqa: E402
-from attention.tokens import parse_tokens  # noqa: E402
+from attention.text.tokens import parse_tokens  # noqa: E402
 from tests.conftest import CHROMIUM_FLAGS, Server, wait_for_app  # noqa: E402
 
 WORDS = parse_tokens(EXAMPLES["passage"])

@@ -4,7 +4,7 @@ import pytest
 from attention.analysis import analyze
 from attention.text.examples import EXAMPLES
 from attention.spec import AttentionSpec
-from attention.tokens import MAX_TOKENS
+from attention.text.tokens import MAX_TOKENS
 from tests.apptest import run_page
 
 

@@ -4,7 +4,7 @@ the same view, and an emptied token box leaves no old sentence in the address ba
 from urllib.parse import parse_qsl, urlencode
 
 from attention.spec import AttentionSpec
-from attention.tokens import parse_tokens
+from attention.text.tokens import parse_tokens
 from tests.apptest import run_page
 
 TYPED = "我昨天在图书馆借了三本关于历史的书。"

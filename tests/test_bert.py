@@ -60,7 +60,7 @@ def padded_batch(tokenizer, texts):
 def ours_and_theirs(folder, batch):
     """Ours and transformers' outputs; ours with the weights of batch element 0 that the
     core recorded, (layers, heads, n, n)."""
-    model = bert.load_model(folder)
+    model = bert.load_bert(folder)
     state = registered.Forward()
     token = registered.FORWARD.set(state)
     try:
@@ -94,7 +94,7 @@ def test_hidden_states_and_attention_equal_transformers_eager(which, tiny):  # n
 
 
 def test_parameters_are_transformers_bertmodel_s_one_for_one():
-    mine = dict(bert.load_model(M.bundled_path()).named_parameters())
+    mine = dict(bert.load_bert(M.bundled_path()).named_parameters())
     theirs = dict(eager(M.bundled_path()).named_parameters())
     assert mine.keys() == theirs.keys()
     for name, p in mine.items():
@@ -119,7 +119,7 @@ def test_gradients_through_the_input_embeddings_equal_transformers():
             handle.remove()
         return leaf["x"].grad
 
-    torch.testing.assert_close(grad_of(bert.load_model(M.bundled_path())),
+    torch.testing.assert_close(grad_of(bert.load_bert(M.bundled_path())),
                                grad_of(eager(M.bundled_path())), atol=1e-5, rtol=1e-4)
 
 
@@ -206,7 +206,7 @@ def test_attention_modules_return_output_and_weights_like_transformers():
         finally:
             hook.remove()
 
-    run(bert.load_model(M.bundled_path()), "ours")
+    run(bert.load_bert(M.bundled_path()), "ours")
     run(eager(M.bundled_path()), "theirs")
     for a, b in zip(seen["ours"], seen["theirs"], strict=True):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)

@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 
 from attention.i18n import catalog
 from attention.spec import AttentionSpec
-from attention.tokens import tokens_to_text
+from attention.text.tokens import tokens_to_text
 from attention.ui.pages import PAGES as LISTED
 from tests.conftest import UI_TIMEOUT, show_toy_settings, wait_for_app
 

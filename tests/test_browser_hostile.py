@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from attention.charts.heatmap import LABEL_CHARS
 from attention.i18n import translate
 from attention.spec import AttentionSpec
-from attention.tokens import tokens_to_text
+from attention.text.tokens import tokens_to_text
 from attention.ui.pages import url_path
 from tests.conftest import UI_TIMEOUT, Server, eventually, show_toy_settings, wait_for_app
 

@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, urlencode
 import pytest
 
 from attention.spec import AttentionSpec
-from attention.tokens import MAX_INPUT_CHARS, MAX_TOKENS, TokenError, parse, parse_tokens, tokens_to_text
+from attention.text.tokens import MAX_INPUT_CHARS, MAX_TOKENS, TokenError, parse, parse_tokens, tokens_to_text
 from tests.test_tokens import refusal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,7 +117,7 @@ def _run(code: str) -> subprocess.CompletedProcess:
 
 def test_jieba_is_not_imported_without_chinese():
     out = _run("import sys\n"
-               "from attention.tokens import parse_tokens, tokens_to_text\n"
+               "from attention.text.tokens import parse_tokens, tokens_to_text\n"
                "from attention.spec import AttentionSpec\n"
                "parse_tokens('The animal didn\\'t cross the street, because it was tired')\n"
                "for fmt in ('comma', 'characters', 'chinese'): parse_tokens('Wait, what', fmt)\n"
@@ -129,7 +129,7 @@ def test_jieba_is_not_imported_without_chinese():
 def test_concurrent_first_loads_agree_and_print_nothing():
     """Eight threads segment at once in a fresh process: one load, same words, silent stderr."""
     out = _run("import sys, threading\n"
-               "from attention.tokens import parse_tokens\n"
+               "from attention.text.tokens import parse_tokens\n"
                f"text = {TITLE!r}\n"
                "results = []\n"
                "threads = [threading.Thread(target=lambda: results.append(parse_tokens(text)))\n"

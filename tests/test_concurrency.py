@@ -24,7 +24,7 @@ import torch
 from attention.analysis import analyze
 from attention.charts.colors import colorize
 from attention.spec import AttentionSpec
-from attention.tokens import tokens_to_text
+from attention.text.tokens import tokens_to_text
 from tests.conftest import CHROMIUM_FLAGS
 
 pytestmark = pytest.mark.browser

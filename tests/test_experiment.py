@@ -138,8 +138,15 @@ def test_thread_count_is_left_alone(monkeypatch):
 def test_progress_reaches_one_and_never_goes_back(monkeypatch):
     short_runs(monkeypatch)
     seen = []
-    ex.scaling_sweep(seeds=(0,), progress=seen.append)
-    ex.sharpening_study(seed=0, progress=seen.append)
+    stages = set()
+
+    def progress(fraction: float, stage: str) -> None:     # diskcache.Progress
+        seen.append(fraction)
+        stages.add(stage)
+
+    ex.scaling_sweep(seeds=(0,), progress=progress)
+    ex.sharpening_study(seed=0, progress=progress)
+    assert stages == {"train", ""}
     assert all(0.0 <= f <= 1.0 for f in seen)
     first = seen[: seen.index(1.0) + 1]
     assert first == sorted(first) and first[-1] == 1.0 and seen[-1] == 1.0

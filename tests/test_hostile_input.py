@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention.i18n import catalog, translate
 from attention.spec import AttentionSpec
-from attention.tokens import MAX_INPUT_CHARS, MAX_TOKEN_CHARS, MAX_TOKENS
+from attention.text.tokens import MAX_INPUT_CHARS, MAX_TOKEN_CHARS, MAX_TOKENS
 from attention.ui.layout import TUCKED_KEY
 from attention.ui.pages import by_title
 from tests.apptest import ROOT, chart_frames, figures, open_menu, open_page

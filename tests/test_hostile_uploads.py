@@ -15,14 +15,14 @@ import re
 import numpy as np
 import pytest
 
-from attention import snapshot
+from attention.files import snapshot
 
 from attention.files import upload
 from attention.analysis import analyze
 from attention.errors import UserError
 from attention.i18n import LANGUAGES, catalog
 from attention.spec import AttentionSpec
-from attention.tokens import MAX_TOKENS, tokens_to_text
+from attention.text.tokens import MAX_TOKENS, tokens_to_text
 from attention.ui.snapshot import BOX_KEY
 from tests.apptest import open_menu, open_page
 

@@ -47,8 +47,8 @@ def test_nothing_set_is_the_safe_default():
     assert config.policy().sources == (config.BUNDLED, config.BUNDLED_LM)
     assert not config.policy().permits("/tmp") and config.policy().permits(config.BUNDLED)
     assert config.policy().permits(config.BUNDLED_LM)       # the second bundled model
-    assert config.allowed_models() is None and not config.downloads_allowed()
-    assert config.max_params() == config.DEFAULT_MAX_PARAMS
+    assert config.policy().allowed == () and not config.downloads_allowed()
+    assert config.policy().max_params == config.DEFAULT_MAX_PARAMS
 
 
 def test_policy_is_read_from_the_environment_on_each_call(monkeypatch, tmp_path):
@@ -63,8 +63,8 @@ def test_policy_is_read_from_the_environment_on_each_call(monkeypatch, tmp_path)
     assert p.sources == (config.BUNDLED, config.BUNDLED_LM, "gpt2", "Qwen/Qwen2-0.5B")
     assert p.local and p.downloads and p.max_params == 200_000_000
     assert p.model_memory_bytes == 2_500_000_000 and p.results_root == tmp_path
-    assert p.permits("/anything") and config.downloads_allowed() and config.max_params() == 2e8
-    assert config.allowed_models() == p.allowed
+    assert p.permits("/anything") and config.downloads_allowed()
+    assert config.policy().max_params == 2e8 and config.policy().allowed == p.allowed
     with pytest.raises(Exception):
         p.local = False                                  # frozen
     monkeypatch.setenv(config.ENV_LOCAL, "0")

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from attention import snapshot
+from attention.files import snapshot
 from attention.analysis import analyze
 from attention.errors import UserError
 from attention.spec import AttentionSpec

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from attention.spec import (LIMITS, MAX_CELLS, SOURCES, AttentionSpec, SpecError,
                             SpecWarning)
-from attention.tokens import (LINK_FORMAT, MAX_TOKENS, parse_tokens, tokens_from_link,
+from attention.text.tokens import (LINK_FORMAT, MAX_TOKENS, parse_tokens, tokens_from_link,
                               tokens_to_text)
 from tests.test_tokens import valid_token as token
 

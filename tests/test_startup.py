@@ -50,7 +50,7 @@ def test_every_page_script_starts_through_the_entry_module():
     for script in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]:
         text = script.read_text()
         assert "from attention.ui.entry import page_setup" in text, script.name
-        assert "attention.ui.layout import page_setup" not in text, script.name
+        assert "attention.ui.layout import start_page" not in text, script.name
 
 
 def test_a_failing_step_is_skipped_and_the_rest_still_run():
@@ -199,14 +199,14 @@ def test_a_model_link_during_the_warm_up_loads_the_model_once(monkeypatch):
     """The page's run loads the model itself (the warm-up's model step waits for it to end),
     draws once, and the warm-up's step then finds the model loaded."""
     loads = []
-    real_load = bert.load_model
+    real_load = bert.load_bert
 
     def counting_load(*args, **kwargs):
         loads.append(threading.current_thread().name)
         return real_load(*args, **kwargs)
 
     loading._bundled.cache_clear()
-    monkeypatch.setattr(bert, "load_model", counting_load)
+    monkeypatch.setattr(bert, "load_bert", counting_load)
     times = {}
 
     def warm():

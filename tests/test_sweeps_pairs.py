@@ -166,3 +166,7 @@ def test_ship_refusals_are_one_sentence_and_exit_2(capsys):
     assert "global, layers" in capsys.readouterr().err
     assert main(["ship", "--model", "m"]) == 2                 # neither --work nor --pairs
     assert "--work" in capsys.readouterr().err
+    # a model that cannot be loaded: its sentence, exit 2 (ship_pairs loads with no corpus job)
+    assert main(["ship", "--model", "/no/such/model", "--pairs", "bundled:en", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and err.strip()

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention.tokens import (FORMATS, LINK_FORMAT, MAX_TOKEN_CHARS, MAX_TOKENS, TokenError,
+from attention.text.tokens import (FORMATS, LINK_FORMAT, MAX_TOKEN_CHARS, MAX_TOKENS, TokenError,
                               parse_tokens, tokens_from_link, tokens_to_text)
 
 CJK = re.compile(r"[\u4e00-\u9fff]")

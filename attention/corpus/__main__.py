@@ -90,7 +90,7 @@ def _run(args) -> int:
 
 def _ship(args) -> int:
     from attention.sweeps.settings import SWEEPS
-    from attention.sweeps.ship import ship
+    from attention.corpus.ship import ship
 
     if args.pairs:
         return _ship_pairs(args)

@@ -75,7 +75,7 @@ def prepare(model_source: str, corpus_source: str, out: Path, settings: Settings
     return texts, manifest
 
 
-class Progress:
+class ProgressBar:
     """tqdm over texts (texts/s, ETA) when asked; a callback otherwise (the page's bar)."""
 
     def __init__(self, total: int, done: int, show: bool, callback: Callable | None):
@@ -129,7 +129,7 @@ def run(model_source: str, corpus_source: str, out, *, engine: str = "local",
     if "nll" in settings.what and pending:
         _prepass(model or load_model_for_job(model_source), corpus_source, texts, out, settings)
     texts_done = sum(len(texts[i * bs:(i + 1) * bs]) for i in done)
-    bar = Progress(len(texts), texts_done, progress, on_progress)
+    bar = ProgressBar(len(texts), texts_done, progress, on_progress)
     started = time.perf_counter()
 
     def finished(result: dict) -> None:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from attention.experiment.task import Progress, SharpeningStudy
+from attention.diskcache import Progress
+from attention.experiment.task import SharpeningStudy
 
-__all__ = ["sharpening_study", "sharpening_sweep", "scaling_sweep", "SharpeningStudy", "Progress"]
+__all__ = ["sharpening_study", "sharpening_sweep", "scaling_sweep", "SharpeningStudy"]
 
 
 def sharpening_study(seed: int = 0, progress: Progress | None = None) -> SharpeningStudy:

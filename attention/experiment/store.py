@@ -28,7 +28,8 @@ import pandas as pd
 
 from attention import config, diskcache
 from attention.experiment import task
-from attention.experiment.task import Progress, SharpeningStudy
+from attention.diskcache import Progress
+from attention.experiment.task import SharpeningStudy
 
 # The code the results come from, named by path: importing the training would load
 # torch just to read a file (a cold link to the page never loads it: docs/architecture.md,

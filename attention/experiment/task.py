@@ -9,7 +9,6 @@ logits by m in MULTIPLIERS, or replaced by a one-hot on its top key (ARGMAX).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -20,7 +19,6 @@ CEILING = 0.5 * (1.0 + math.erf(1.0 / math.sqrt(2.0)))     # Phi(1) = 0.8413
 ONE_TOKEN = 0.5 * (1.0 + math.erf(0.5 / math.sqrt(2.0)))   # Phi(0.5) = 0.6915
 MULTIPLIERS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
 ARGMAX = "argmax"
-Progress = Callable[[float], None]        # called with the fraction done, 0..1
 
 
 @dataclass(frozen=True, eq=False)

@@ -37,7 +37,8 @@ from attention.measures.rank import spearman
 from attention import core
 
 from attention.measures import rows as metrics
-from attention.experiment.task import ARGMAX, MULTIPLIERS, Progress, SharpeningStudy, multiplier_label
+from attention.diskcache import Progress
+from attention.experiment.task import ARGMAX, MULTIPLIERS, SharpeningStudy, multiplier_label
 
 N_TOKENS, N_FEATURES, N_RELEVANT = 16, 10, 4
 CUE_NOISE, SIGNAL = 0.3, 0.5
@@ -53,13 +54,15 @@ IMPORTANCE_SAMPLES = 64                   # eval samples in the attention-vs-imp
 
 
 @dataclass(frozen=True, eq=False)
-class Batch:
+class Examples:
+    """Samples of the toy task (a training step's or the held-out set): not a glossary batch
+    (texts padded for one forward pass, attention.importance.batch.Batch)."""
     x: torch.Tensor          # (..., b, n, features)
     y: torch.Tensor          # (..., b) in {0., 1.}; the label +-1 is 2y - 1
     relevant: torch.Tensor   # (..., b, n) bool, exactly N_RELEVANT True per sample
 
 
-def make_batch(size: int, gen: torch.Generator) -> Batch:
+def make_batch(size: int, gen: torch.Generator) -> Examples:
     """Fresh samples of the task, drawn from `gen` only."""
     sign = torch.randint(0, 2, (size,), generator=gen).float() * 2 - 1          # (b,) +-1
     order = torch.rand(size, N_TOKENS, generator=gen).argsort(dim=-1)           # (b, n)
@@ -68,10 +71,10 @@ def make_batch(size: int, gen: torch.Generator) -> Batch:
     rel = relevant.float()                                                      # (b, n)
     x[..., CUE] = rel + CUE_NOISE * x[..., CUE]
     x[..., EVIDENCE] = rel * SIGNAL * sign[:, None] + x[..., EVIDENCE]
-    return Batch(x=x, y=(sign > 0).float(), relevant=relevant)
+    return Examples(x=x, y=(sign > 0).float(), relevant=relevant)
 
 
-def eval_batch() -> Batch:
+def eval_batch() -> Examples:
     """The held-out evaluation set: fixed seed, never used for training."""
     return make_batch(EVAL_SIZE, torch.Generator().manual_seed(EVAL_SEED))
 
@@ -159,13 +162,13 @@ def train(stacks: Sequence[Heads], steps: int, batch: int,
         loss.backward()
         opt.step()
         if progress is not None and ((step + 1) % every == 0 or step + 1 == steps):
-            progress((step + 1) / steps)
+            progress((step + 1) / steps, "train")
     for s in stacks:
         s.eval()
 
 
 @torch.no_grad()
-def evaluate(heads: Heads, data: Batch, multiplier: float | str = 1.0) -> list[dict[str, float]]:
+def evaluate(heads: Heads, data: Examples, multiplier: float | str = 1.0) -> list[dict[str, float]]:
     """Per model: accuracy on `data` and how sharp its attention is (means over samples)."""
     sums = torch.zeros(4, len(heads.seeds), dtype=torch.float64)           # (stats, m)
     for start in range(0, data.x.shape[0], EVAL_CHUNK):
@@ -203,7 +206,7 @@ def sharpening_study(seed: int = 0, progress: Progress | None = None) -> Sharpen
     importance = importance_frame(head, data, IMPORTANCE_SAMPLES)
     within = [spearman(g["weight"], g["effect"]) for _, g in importance.groupby("sample")]
     if progress is not None:
-        progress(1.0)
+        progress(1.0, "")
     return SharpeningStudy(
         seed=seed, sweep=sweep, sample=sample_frame(head, data, 0), importance=importance,
         spearman_pooled=spearman(importance["weight"], importance["effect"]),
@@ -229,12 +232,12 @@ def scaling_sweep(seeds: tuple[int, ...] = (0, 1, 2),
     rows = [{"d_k": s.d_k, "scaled": s.scaled, "seed": seed, **scores}
             for s in stacks for seed, scores in zip(s.seeds, evaluate(s, data))]
     if progress is not None:
-        progress(1.0)
+        progress(1.0, "")
     return pd.DataFrame(rows)[SCALING_COLUMNS]
 
 
 @torch.no_grad()
-def sample_frame(head: Heads, data: Batch, index: int) -> pd.DataFrame:
+def sample_frame(head: Heads, data: Examples, index: int) -> pd.DataFrame:
     """One eval sample's attention over its tokens at m = 1 and at argmax (tidy rows)."""
     x = data.x[None, index:index + 1]                                   # (1, 1, n, f)
     parts = []
@@ -250,7 +253,7 @@ def sample_frame(head: Heads, data: Batch, index: int) -> pd.DataFrame:
 
 
 @torch.no_grad()
-def importance_frame(head: Heads, data: Batch, samples: int) -> pd.DataFrame:
+def importance_frame(head: Heads, data: Examples, samples: int) -> pd.DataFrame:
     """Per (sample, token): its attention weight at m = 1 and its leave-one-out effect,
     |output logit - output logit with that token masked out| (the rest re-normalised)."""
     x = data.x[None, :samples]                                          # (1, s, n, f)
@@ -275,4 +278,4 @@ def _part(progress: Progress | None, start: float, end: float) -> Progress | Non
     """A callback for a sub-task that reports into [start, end] of the whole."""
     if progress is None:
         return None
-    return lambda frac: progress(start + (end - start) * frac)
+    return lambda frac, stage: progress(start + (end - start) * frac, stage)

@@ -1,4 +1,4 @@
-"""What is about files: upload parsing and export (results stores live with their feature,
+"""What is about files: upload parsing, export and snapshots (results stores live with their feature,
 keyed by attention.diskcache)."""
 
 __all__: list[str] = []   # import its modules: files.<module>

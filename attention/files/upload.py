@@ -24,7 +24,7 @@ from attention.config import UPLOAD_MAX_ABS as MAX_ABS
 from attention.config import UPLOAD_MAX_BYTES as MAX_BYTES
 from attention.config import UPLOAD_MAX_MATRIX_TOKENS as MAX_MATRIX_TOKENS
 from attention.spec import AttentionSpec
-from attention.tokens import parse_tokens
+from attention.text.tokens import parse_tokens
 
 MAX_HEADS = LIMITS["heads"][1]        # 16
 MAX_DIM = LIMITS["d_k"][1]            # 1024

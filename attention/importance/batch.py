@@ -74,7 +74,7 @@ def gated(model: M.LoadedModel, gate: torch.Tensor | None):
 
 @contextmanager
 def expanded(model: M.LoadedModel, expand):
-    """See `forward`'s expand: later layers broadcast the batch-1 mask and positions."""
+    """See `forward_batch`'s expand: later layers broadcast the batch-1 mask and positions."""
     if expand is None:
         yield
         return
@@ -126,7 +126,7 @@ def batch_of(rows: list[list[int]]) -> Batch:
     return Batch(ids, real)
 
 
-def forward(model: M.LoadedModel, batch: Batch, *, gate=None, interventions=(),
+def forward_batch(model: M.LoadedModel, batch: Batch, *, gate=None, interventions=(),
             grad: bool = False, embed_hook=None, expand=None):
     """One batched forward with the core inside: (logits (b, n, vocab) | None,
     last hidden states (b, n, hidden)). `interventions` apply to every element;
@@ -188,9 +188,9 @@ def forward_rate(model: M.LoadedModel, texts) -> float:
     b = batch_of([ids_of(model, text) for text in list(texts)[:4]])
     seconds = []
     with torch.no_grad():
-        forward(model, b)                                          # warm
+        forward_batch(model, b)                                          # warm
         for _ in range(3):
             start = time.perf_counter()
-            forward(model, b)
+            forward_batch(model, b)
             seconds.append(time.perf_counter() - start)
     return sorted(seconds)[1] / max(1, int(b.real.sum()))

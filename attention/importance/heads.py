@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from attention import models as M
 from attention.importance import targets as T
-from attention.importance.batch import (Batch, attention_modules, batch_of, chunks, forward,
+from attention.importance.batch import (Batch, attention_modules, batch_of, chunks, forward_batch,
                                         ids_of, pooled, projections)
 from attention.importance.tokens import Item, item
 from attention.measures.heads import head_stats
@@ -48,7 +48,7 @@ def head_ablation(model: M.LoadedModel, it: Item, fill=None) -> torch.Tensor:
     out = []
     for layer in range(model.layers):
         expand = (layer, rows) if fill is None else (layer, rows, fill[layer])
-        logits, last = forward(model, full, expand=expand)
+        logits, last = forward_batch(model, full, expand=expand)
         got = T.values(model, it.target, logits, last, copies, _where(it, model.heads))
         out.append(T.change(base.expand(model.heads, *base.shape[1:]), got))
     return torch.stack(out).float()                                    # (layers, heads)
@@ -73,7 +73,7 @@ def mean_outputs(model: M.LoadedModel, items: list) -> torch.Tensor:
     try:
         for part in chunks(len(items), max(len(it.read) for it in items)):
             batch_box["b"] = batch = batch_of([it.read for it in items[part]])
-            forward(model, batch)
+            forward_batch(model, batch)
             count += int(batch.real.sum())
     finally:
         for h in hooks:
@@ -92,12 +92,12 @@ def head_gradient(model: M.LoadedModel, it: Item) -> torch.Tensor:
         for layer in range(model.layers):
             with fwAD.dual_level():
                 rows = fwAD.make_dual(torch.ones(model.heads, model.heads), torch.eye(model.heads))
-                _, last = forward(model, batch, expand=(layer, rows))
+                _, last = forward_batch(model, batch, expand=(layer, rows))
                 e = F.normalize(pooled(last, copies.real), dim=-1)     # (heads, hidden)
                 out.append(fwAD.unpack_dual(e).tangent.norm(dim=-1))
         return torch.stack(out)                                        # (layers, heads)
     gate = torch.ones(model.layers, model.heads, requires_grad=True)
-    logits, last = forward(model, batch, gate=gate, grad=True)
+    logits, last = forward_batch(model, batch, gate=gate, grad=True)
     y = T.values(model, it.target, logits, last, batch, _where(it, 1))[0]
     (g,) = torch.autograd.grad(y, gate)
     return g.abs().detach()
@@ -199,7 +199,8 @@ class Metric:
             hooks = [m.register_forward_hook(grab) for m in attention_modules(model)]
             try:
                 with torch.no_grad():
-                    logits, last = forward(model, batch, gate=gate, interventions=interventions)
+                    logits, last = forward_batch(model, batch, gate=gate,
+                                                 interventions=interventions)
             finally:
                 for h in hooks:
                     h.remove()

@@ -41,7 +41,7 @@ def _chunks(model, texts) -> list[list[int]]:
     return out + ([current] if current else [])
 
 
-def compute(source: str, texts, progress: store.Progress | None = None,
+def compute(source: str, texts, progress: diskcache.Progress | None = None,
             timings: dict[str, float] | None = None) -> diskcache.Record:
     """Every frame of the page (module docstring), computed here in this process, part after
     part (ship runs the same parts at once); progress(fraction, stage). The parts that do not

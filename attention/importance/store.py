@@ -45,7 +45,6 @@ SOURCES = tuple(_PACKAGE / name for name in (
     "importance/curves.py", "measures/rank.py", "measures/rollout.py", "measures/flow.py",
     "measures/heads.py", "measures/columns.py", "measures/retrieval.py", "importance/shipped.py",
     "importance/store.py", "data/paraphrase_pairs.tsv"))
-Progress = Callable[[float, str], None]          # (fraction done, stage)
 
 
 def settings(source: str, texts) -> dict:

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from attention import models as M
 from attention.errors import UserError
-from attention.importance.batch import Batch, batch_of, chunks, forward, pooled
+from attention.importance.batch import Batch, batch_of, chunks, forward_batch, pooled
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def of_run(model: M.LoadedModel, target: Target, run: M.ModelRun) -> torch.Tenso
 def evaluate(model: M.LoadedModel, target: Target, rows: list[list[int]],
              where: list[int] | None = None, **kwargs) -> torch.Tensor:
     """The target of each id list (padded batches, chunked): (len(rows), hidden) or
-    (len(rows),). where: for "masked", m in each list; kwargs go to `forward`."""
+    (len(rows),). where: for "masked", m in each list; kwargs go to `forward_batch`."""
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
     out = [None] * len(rows)
     longest = max(len(r) for r in rows)
@@ -144,7 +144,7 @@ def evaluate(model: M.LoadedModel, target: Target, rows: list[list[int]],
         picked = order[part]
         batch = batch_of([rows[i] for i in picked])
         at = None if where is None else torch.tensor([where[i] for i in picked])
-        logits, last = forward(model, batch, **kwargs)
+        logits, last = forward_batch(model, batch, **kwargs)
         for i, value in zip(picked, values(model, target, logits, last, batch, at)):
             out[i] = value
     return torch.stack(out)

@@ -39,7 +39,7 @@ from attention import models as M
 from attention.errors import UserError
 from attention.importance import batch as B
 from attention.importance import targets as T
-from attention.importance.batch import Batch, batch_of, chunks, forward, ids_of, pooled
+from attention.importance.batch import Batch, batch_of, chunks, forward_batch, ids_of, pooled
 from attention.measures import flow as flowlib
 from attention.measures.rank import spearman
 from attention.measures.rollout import rollout
@@ -135,7 +135,7 @@ def values_of(model: M.LoadedModel, items: list[Item], rows, where, owner) -> to
     for part in chunks(len(rows), max(len(r) for r in rows)):
         picked = order[part]
         batch = batch_of([rows[i] for i in picked])
-        logits, last = forward(model, batch)
+        logits, last = forward_batch(model, batch)
         if kind == "embedding":
             got = torch.nn.functional.normalize(pooled(last, batch.real), dim=-1)
         else:
@@ -177,7 +177,7 @@ def gradient_x_input(model: M.LoadedModel, items: list[Item]) -> list[torch.Tens
             leaf["x"] = x.detach().requires_grad_(True)                # (b, n, hidden)
             return leaf["x"]
 
-        logits, _ = forward(model, batch, grad=True, embed_hook=as_leaf)
+        logits, _ = forward_batch(model, batch, grad=True, embed_hook=as_leaf)
         at, token = _at_and_token(items, batch, picked)
         (g,) = torch.autograd.grad(_logp(logits, at, token).sum(), leaf["x"])
         gx = (g * leaf["x"]).sum(dim=-1).detach()                      # (b, n)
@@ -202,7 +202,7 @@ def _jvp_norms(model: M.LoadedModel, items: list[Item]) -> list[torch.Tensor]:
             return fwAD.make_dual(x, tangent)
 
         with fwAD.dual_level():
-            _, last = forward(model, batch, embed_hook=dual)
+            _, last = forward_batch(model, batch, embed_hook=dual)
             e = torch.nn.functional.normalize(pooled(last, batch.real), dim=-1)
             tangent = fwAD.unpack_dual(e).tangent                      # (b, hidden)
         for (k, j), value in zip(picked, tangent.norm(dim=-1)):
@@ -227,7 +227,7 @@ def integrated_gradients(model: M.LoadedModel, items: list[Item], n_steps: int =
 
     def f(ids, real, at, token, ref):
         batch = Batch(ids, real)
-        logits, last = forward(model, batch, grad=True, embed_hook=words)
+        logits, last = forward_batch(model, batch, grad=True, embed_hook=words)
         if embedding:
             e = torch.nn.functional.normalize(pooled(last, real), dim=-1)
             return (e * ref).sum(dim=-1)

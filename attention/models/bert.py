@@ -205,7 +205,7 @@ class BertModel(nn.Module):
         return EncoderOutput(last_hidden_state=x, pooler_output=self.pooler(x))
 
 
-def load_model(folder: str | Path) -> BertModel:
+def load_bert(folder: str | Path) -> BertModel:
     """The checkpoint in `folder` (config.json, model.safetensors), eval mode, float32."""
     from safetensors.torch import load_file
 

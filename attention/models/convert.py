@@ -31,16 +31,18 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from attention import config
 from attention.errors import UserError
+
+if TYPE_CHECKING:     # (fraction 0..1, stage: a models.stage_* key)
+    from attention.diskcache import Progress
 
 FORMAT = 1                       # bump when the folder's layout or its dtype changes
 MANIFEST = "converted.json"
 HASHES = "hashes.json"
 WEIGHTS = "model.safetensors"
-Progress = Callable[[float, str], None]    # (fraction 0..1, stage: a models.stage_* key)
 
 _HASHES: dict[tuple[str, int, int], str] = {}
 _CONVERT_LOCK = threading.Lock()           # one conversion at a time per process

@@ -84,7 +84,7 @@ def _bundled() -> LoadedModel:
     from attention.models import bert  # noqa: the submodule, not the package
 
     path = bundled_path()
-    model, tokenizer = bert.load_model(path), bert.Tokenizer(path)
+    model, tokenizer = bert.load_bert(path), bert.Tokenizer(path)
     return _describe(model, tokenizer, source=BUNDLED, name=BUNDLED, head="none",
                      params=sum(p.numel() for p in model.parameters()), config=model.config)
 

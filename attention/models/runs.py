@@ -36,6 +36,14 @@ def run(source: str, text: str, interventions: tuple = (), *,
     return load_model(source).run(text, interventions, mask_at=mask_at, capture=capture)
 
 
+def attention_weights(text: str, *, scaled: bool = True) -> tuple[tuple[str, ...], torch.Tensor]:
+    """The bundled model's word pieces and all heads' weights (layers, heads, n, n): as
+    core.attention computed them inside the forward, or (scaled=False) recomputed from the
+    same q and k without the 1/sqrt(d_head). Public as attention.pretrained.attention_weights."""
+    r = run(config.BUNDLED, text)
+    return r.tokens, r.weights if scaled else r.recompute(scaled=False).weights
+
+
 def check_layer(loaded: LoadedModel, layer: int) -> int:
     if not 0 <= layer < loaded.layers:
         raise UserError("models.bad_layer", layer=layer, last=loaded.layers - 1, name=loaded.name)

@@ -8,7 +8,9 @@ setting, the mean negative log-likelihood per predicted piece and how sharp the 
     sentence.py   a sentence model under the same settings: paraphrase retrieval per pair
     pairs.py      its settings, paired bootstrap over pairs and shipped files, no torch
 
-The corpus job computes the per-text rows (`python -m attention.corpus run --what nll`);
-`python -m attention.corpus ship --pairs bundled:en` the sentence model's per-pair rows."""
+The corpus job computes the per-text rows (`python -m attention.corpus run --what nll`) and
+ships them (attention/corpus/ship.py); ship.py here derives the page's tables and ships the
+sentence model's per-pair rows (`python -m attention.corpus ship --pairs bundled:en`).
+Nothing here imports the corpus job: it sits above the measures it runs."""
 
 __all__: list[str] = []   # import its modules: sweeps.<module>

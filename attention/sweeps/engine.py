@@ -18,21 +18,22 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from attention.models.interventions import plans
+from attention.models.loaded import LoadedModel, per_model
 from attention.models.registered import FORWARD, Forward
 from attention.sweeps.settings import BASE, Setting, interventions
 
 
-@lru_cache(maxsize=8)
-def layer_modules(model) -> tuple:
+@per_model
+def layer_modules(model: LoadedModel) -> tuple:
     """The decoder layers in order: the ModuleList whose i-th element holds layer i's
-    attention module (as the core sees them)."""
+    attention module (as the core sees them). Kept on the model (per_model), so it goes
+    when the model store evicts the model."""
     from attention.importance.batch import attention_modules
 
     attn = attention_modules(model)

@@ -1,48 +1,10 @@
-"""`python -m attention.corpus ship`: run (or resume) the sweeps' corpus jobs and write their
-per-text rows under attention/data/sweeps (attention.sweeps.shipped), one command.
-
-Each sweep is its own job folder under --work (resumable after a kill: run the command
-again); shards are small (SHARD texts) so that a stopped run keeps most of its work.
-`--now` computes nothing and ships what the folders hold, finished shards only (the rows say
-which texts: the page states the count)."""
+"""What the sweeps ship beside their rows, with no corpus job: the page's tables derived from
+a causal LM's rows (`derive`, called by attention.corpus.ship once the job has run) and a
+sentence model's sweeps over a pair set (`ship_pairs`). `python -m attention.corpus ship`
+calls both; this package never imports the corpus job."""
 from __future__ import annotations
 
 from pathlib import Path
-
-SHARD = {"global": 26, "layers": 10, "heads": 5, "layers_rest": 10}
-
-
-def ship(model_source: str, corpus: str, work: Path, sweeps, *, engine: str = "local",
-         address: str | None = None, workers: int = 2, now: bool = False,
-         progress: bool = True) -> list[Path]:
-    from attention.corpus.compute import Settings
-    from attention.corpus.job import run
-    from attention.corpus.results import read_table
-    from attention.corpus.shards import load_model_for_job
-    from attention.text.corpora import load
-    from attention.sweeps import shipped
-
-    model = load_model_for_job(model_source)
-    texts = load(corpus)
-    written = []
-    for sweep in sweeps:
-        limit = shipped.PLAN[sweep]
-        out = Path(work) / f"{shipped.slug(model.name)}-{shipped.slug(corpus)}-{sweep}"
-        if not now:
-            run(model_source, corpus, out, engine=engine, address=address, workers=workers,
-                model=model if engine == "local" else None, progress=progress,
-                settings=Settings(what=("nll",), batch_size=SHARD[sweep], sweeps=(sweep,),
-                                  limit=limit))
-        rows = read_table(out, "nll")
-        if not len(rows):
-            continue
-        target = shipped.path(model.name, corpus, texts, sweep, limit)
-        for old in target.parent.glob(f"{shipped.slug(model.name)}-{shipped.slug(corpus)}-"
-                                      f"{sweep}-*"):
-            old.unlink()
-        written.append(shipped.write(rows, target))
-        written += derive(rows, target, sweep)
-    return written
 
 
 def derive(rows, target: Path, sweep: str) -> list[Path]:
@@ -69,12 +31,12 @@ def ship_pairs(model_source: str, source: str, sweeps=("global", "layers"), *,
     import sys
     import time
 
-    from attention.corpus.shards import load_model_for_job
+    from attention.models import load_model
     from attention.sweeps import pairs as P
     from attention.sweeps.sentence import pair_table
     from attention.text.corpora import pairs as load_pairs
 
-    model = load_model_for_job(model_source)
+    model = load_model(model_source, trusted=True)     # the operator's own: any folder or id
     got = load_pairs(source)
     written = []
     for sweep in sweeps:

@@ -36,4 +36,4 @@ def start_background() -> bool:
 def page_setup(title_key: str, *, needs_spec: bool = True) -> layout.Page:
     """Start the background work (once per process), then draw the page's shared parts."""
     start_background()
-    return layout.page_setup(title_key, needs_spec=needs_spec)
+    return layout.start_page(title_key, needs_spec=needs_spec)

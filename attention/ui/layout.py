@@ -1,4 +1,5 @@
-"""Every page starts with `page_setup()`: page config, the shared sidebar, the current spec.
+"""Every page starts with `entry.page_setup()`, which calls `start_page()` here: page config,
+the shared sidebar, the current spec.
 
 Each page script is self-sufficient (Streamlit runs a deep-linked page without app.py on a
 fresh server), so the sidebar is drawn here, by every page, the same way.
@@ -17,7 +18,7 @@ from attention.errors import UserError
 from attention.text.examples import EXAMPLES
 from attention.i18n import LANGUAGES
 from attention.spec import LIMITS, MAX_MODEL_CHARS, SOURCES, AttentionSpec
-from attention.tokens import FORMATS
+from attention.text.tokens import FORMATS
 from attention.ui import state
 from attention.ui.pages import PAGES
 from attention.ui.snapshot import snapshot_box
@@ -85,7 +86,7 @@ def _view_section(draw: Callable[..., None], args: tuple, kwargs: dict) -> None:
 PAGE_CSS = (Path(__file__).with_name("page.css")).read_text(encoding="utf-8")
 
 
-def page_setup(title_key: str, *, needs_spec: bool = True) -> Page:
+def start_page(title_key: str, *, needs_spec: bool = True) -> Page:
     """Configure the page, draw the shared sidebar and return the current spec.
 
     With needs_spec (the default), invalid input shows its message and stops the page here."""
@@ -177,7 +178,7 @@ def _sidebar(title_key: str) -> tuple[state.Draft, list[UserError]]:
 def _model_picker(owner: str | None = None) -> list[UserError]:
     """Which real model (the bundled one or a folder / Hub id), its layer slider over the
     layers it has, and the hide-sinks toggle. A model that does not load leaves the slider at
-    its widest; page_setup then shows why. Returns warnings (a link's layer out of range).
+    its widest; start_page then shows why. Returns warnings (a link's layer out of range).
     owner: where the page picks its layers itself (OWN_SETTINGS), the slider is disabled
     with that reason."""
     from attention import models

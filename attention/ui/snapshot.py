@@ -13,7 +13,7 @@ UPLOAD_KEY, PENDING_KEY, BOX_KEY = "snapshot_file", "snapshot_pending", "snapsho
 
 def _apply_upload() -> None:
     """Callback (runs before the script): put the snapshot's spec into the sidebar widgets."""
-    from attention import snapshot     # with torch, only once a snapshot is used ("Imports")
+    from attention.files import snapshot     # with torch, only once a snapshot is used ("Imports")
 
     file = st.session_state.get(UPLOAD_KEY)
     if file is None:
@@ -34,7 +34,7 @@ def snapshot_box(container, spec: AttentionSpec) -> None:
                             on_change="rerun") as box:
         if not box.open:
             return
-        from attention import snapshot     # with torch, only once the box is open ("Imports")
+        from attention.files import snapshot     # with torch, only once the box is open ("Imports")
 
         st.caption(t("snapshot.help"))
         st.download_button(t("snapshot.download"), data=lambda: snapshot.dumps(cache.analysis(spec)),

@@ -15,7 +15,7 @@ from attention.config import BUNDLED_LM
 from attention.errors import UserError
 from attention.text.examples import DEFAULT_TEXT
 from attention.spec import OPTIONAL, AttentionSpec
-from attention.tokens import (CONTROL, FORMATS, TokenError, parse, parse_tokens, tokens_from_link,
+from attention.text.tokens import (CONTROL, FORMATS, TokenError, parse, parse_tokens, tokens_from_link,
                               tokens_to_text)
 from attention.ui.text import LANG_KEY, initial_language
 

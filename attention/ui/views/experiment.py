@@ -36,7 +36,7 @@ CACHE_HIT = 0.05         # s: less than this, a run came from the server's memor
 
 def _with_progress(label: str, run):
     bar = st.progress(0.0, text=label)
-    result = run(lambda fraction: bar.progress(min(max(fraction, 0.0), 1.0), text=label))
+    result = run(lambda fraction, stage: bar.progress(min(max(fraction, 0.0), 1.0), text=label))
     bar.empty()
     return result
 
