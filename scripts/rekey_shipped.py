@@ -33,6 +33,7 @@ import pandas as pd  # noqa: E402
 
 from attention import config  # noqa: E402
 from attention import diskcache  # noqa: E402
+from attention.text.corpora import digest  # noqa: E402
 
 MODELS = (config.BUNDLED, config.BUNDLED_LM)      # the sweeps' shipped models and corpora
 CORPORA = ("bundled:en", "bundled:zh")
@@ -87,25 +88,35 @@ def rekey_zip(old: Path, new: Path, key: str) -> float:
     return max_diff(dict(before.frames), dict(after.frames))
 
 
-def zip_targets() -> list[tuple[Path, str, Path, str]]:
-    """(folder, store name, current path, current key) of every shipped zip record."""
+def zip_targets() -> list[tuple[Path, str, Path, str, str | None]]:
+    """(folder, store name, current path, current key, the corpus digest its values name, or
+    None where the store ships one record) of every shipped zip record."""
     from attention.experiment import store as xc
     from attention.importance import store as ic
 
-    out = [(xc.SHIPPED, name, path, k) for (path, k, _), name in
+    out = [(xc.SHIPPED, name, path, k, None) for (path, k, _), name in
            zip(xc._shipped(xc.SHIPPED_SEED), ("sharpening", "scaling"))]
-    texts = ic.shipped_texts()
-    out.append((ic.SHIPPED, "importance", ic.shipped_path(), ic.key(config.BUNDLED, texts)))
+    for corpus in ic.SHIPPED_CORPORA:
+        texts = ic.shipped_texts(corpus)
+        out.append((ic.SHIPPED, "importance", ic.shipped_path(corpus),
+                    ic.key(config.BUNDLED, texts), digest(texts)))
     out.append((ic.SHIPPED, "importance-fixed", ic.fixed_path(config.BUNDLED, ic.SHIPPED),
-                ic.fixed_key(config.BUNDLED)))
+                ic.fixed_key(config.BUNDLED), None))
     return out
+
+
+def _values(path: Path) -> dict:
+    """The values a shipped record holds (its corpus digest among them), read under its own key."""
+    record = diskcache.read(path, diskcache.stored_key(path) or "")
+    return dict(record.values) if record is not None else {}
 
 
 def rekey_zips(check: bool) -> list[tuple[str, str, float]]:
     done = []
-    for folder, name, path, key in zip_targets():
+    for folder, name, path, key, corpus in zip_targets():
         found = [p for p in folder.glob(f"{name}-*.zip")
-                 if re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{32}}\.zip", p.name)]
+                 if re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{32}}\.zip", p.name)
+                 and (corpus is None or _values(p).get("digest") == corpus)]
         if diskcache.read(path, key) is not None and found == [path]:
             continue                                      # already current
         if len(found) != 1:

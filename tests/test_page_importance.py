@@ -36,7 +36,9 @@ def test_the_shipped_file_is_small_and_of_this_code(record):
     path = store.shipped_path()
     assert path.stat().st_size < 3 * 2**20
     fixed = store.fixed_path(M.BUNDLED, store.SHIPPED)       # the corpus-free parts beside it
-    assert sorted(p.name for p in store.SHIPPED.glob("*.zip")) == sorted([path.name, fixed.name])
+    every = [store.shipped_path(c) for c in store.SHIPPED_CORPORA]     # one record a corpus
+    assert sorted(p.name for p in store.SHIPPED.glob("*.zip")) == \
+        sorted([p.name for p in every] + [fixed.name])
     assert diskcache.read(fixed, store.fixed_key(M.BUNDLED)) is not None
     assert record.values["texts"] == store.PAGE_TEXTS == len(store.shipped_texts())
     assert {"tokens", "agreement_words", "agreement_all", "faithfulness", "heads",
@@ -94,6 +96,23 @@ def test_default_view_shows_the_shipped_results(lang, record, monkeypatch):
     for f in datasets:
         numeric = f.select_dtypes("number")
         assert not numeric.isna().any().any()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_chinese_corpus_is_shipped_too(lang, monkeypatch):
+    """bundled:zh's view comes from its shipped record (computing is refused): its counts,
+    and the unknown-piece share that leads its conclusions, are those of the record."""
+    texts = store.shipped_texts("bundled:zh")
+    zh = diskcache.read(store.shipped_path("bundled:zh"), store.key(M.BUNDLED, texts))
+    assert zh is not None and zh.values["texts"] == store.PAGE_TEXTS == len(texts)
+    page = _open(lang, monkeypatch, imp_corpus="bundled:zh", imp_tables="True")
+    assert not page.exception and not page.error
+    agreement = zh.frames["agreement_words"]
+    rho = page.dataframe[0].value.iloc[:, 1].to_numpy(dtype=float)
+    assert np.allclose(rho, agreement["spearman"].to_numpy(), equal_nan=True)
+    from attention.conclusions import unknown
+    lead = unknown.sentence(unknown.count(zh.frames["tokens"]), zh.values["model"], "importance")
+    assert lead.text(lang) in " ".join(m.value for m in page.markdown)   # MiniLM reads little
 
 
 def test_a_stored_view_loads_no_model_and_a_refused_one_reads_nothing(record, monkeypatch):

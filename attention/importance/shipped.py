@@ -4,7 +4,7 @@ are keyed, stored and read (and the constants below) is attention.importance.sto
     compute(source, texts, progress=None) -> diskcache.Record   one part after another
     ship(workers=14) -> Path         the bundled corpus's view, its parts in parallel processes,
                                      written into attention/data/importance/
-    python -m attention.importance.shipped          # remake the shipped file (also
+    python -m attention.importance.shipped [CORPUS]  # remake the shipped files (also
     python scripts/ship_importance.py                 # scripts/ship_importance.py)
 
 `ship` runs the parts of plan() in parallel processes (about 1-10 minutes on 2 shared CPUs);
@@ -248,12 +248,13 @@ def _job(job, source, texts, done):
     return got
 
 
-def ship(workers: int = 14) -> Path:
-    """Compute the default view afresh (never from a file), its parts in `workers` processes,
-    and write it into store.SHIPPED, replacing older files."""
+def ship(corpus: str = store.SHIPPED_CORPORA[0], workers: int = 14) -> Path:
+    """Compute a bundled corpus's view afresh (never from a file), its parts in `workers`
+    processes, and write it into store.SHIPPED, replacing that corpus's older file (and the
+    corpus-free parts' record, the same for every corpus)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    texts = store.shipped_texts()
+    texts = store.shipped_texts(corpus)
     parts = plan(M.BUNDLED, texts)
     done = {}
     with ProcessPoolExecutor(workers) as pool:
@@ -263,23 +264,32 @@ def ship(workers: int = 14) -> Path:
                                            done if phase > 1 else None) for j in jobs}
             done.update({k: f.result() for k, f in futures.items()})
     record = assemble(M.BUNDLED, texts, done)
-    path, fixed = store.shipped_path(), store.fixed_path(M.BUNDLED, store.SHIPPED)
+    path, fixed = store.shipped_path(corpus), store.fixed_path(M.BUNDLED, store.SHIPPED)
+    current = {store.shipped_path(c) for c in store.SHIPPED_CORPORA} | {fixed}
     for old in store.SHIPPED.glob("*.zip"):
-        if old not in (path, fixed):
-            old.unlink()
+        if old not in current and (old.name.startswith("importance-fixed-")
+                                   or _digest_of(old) == digest(texts)):
+            old.unlink()                                  # this corpus's older record
     diskcache.write(path, store.key(M.BUNDLED, texts), record)
     diskcache.write(fixed, store.fixed_key(M.BUNDLED), pack_fixed(done))
     return path
 
 
-def main() -> int:
+def _digest_of(path: Path) -> str | None:
+    record = diskcache.read(path, diskcache.stored_key(path) or "")
+    return None if record is None else record.values.get("digest")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m attention.importance.shipped [CORPUS ...]: every bundled corpus by default."""
     import torch
 
     torch.set_num_threads(1)
-    path = ship()
-    print(f"shipped {path} ({path.stat().st_size / 1024:.0f} kB)")
+    for corpus in (argv or list(store.SHIPPED_CORPORA)):
+        path = ship(corpus)
+        print(f"shipped {corpus}: {path} ({path.stat().st_size / 1024:.0f} kB)")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -24,7 +24,7 @@ from attention.text.corpora import digest
 from attention import diskcache
 
 SHIPPED = config.DATA / "importance"
-SHIPPED_CORPUS = "bundled:en"
+SHIPPED_CORPORA = ("bundled:en", "bundled:zh")   # the bundled corpora whose view ships
 PAGE_TEXTS = 40                  # texts of a corpus the page measures (the first ones)
 HEAD_TEXTS = 20                  # of those, the texts head importance is averaged over
 # texts, orders, layers a part: any sizes give the same frames (tests/test_importance_parts.py),
@@ -90,11 +90,12 @@ def write_fixed(source: str, record: diskcache.Record) -> None:
     diskcache.write(fixed_path(source), fixed_key(source), record)
 
 
-def shipped_texts() -> list[str]:
+def shipped_texts(corpus: str = SHIPPED_CORPORA[0]) -> list[str]:
+    """The texts of a bundled corpus the page measures, whose view ships with the code."""
     from attention.text.corpora import load
 
-    return load(SHIPPED_CORPUS)[:PAGE_TEXTS]
+    return load(corpus)[:PAGE_TEXTS]
 
 
-def shipped_path() -> Path:
-    return diskcache.path_for("importance", key(config.BUNDLED, shipped_texts()), SHIPPED)
+def shipped_path(corpus: str = SHIPPED_CORPORA[0]) -> Path:
+    return diskcache.path_for("importance", key(config.BUNDLED, shipped_texts(corpus)), SHIPPED)

@@ -160,8 +160,8 @@ def draw_importance(spec) -> None:
     language = lang()
     unreadable = unknown.sentence(unknown.count(tokens), about["model"], "importance")
     st.markdown(unreadable.text(language))
-    if source == config.BUNDLED and store.shipped_path().exists() and \
-            list(texts) == store.shipped_texts():
+    if source == config.BUNDLED and any(list(texts) == store.shipped_texts(c)
+                                        for c in store.SHIPPED_CORPORA):
         st.caption(t("importance.shipped_note"))
     agreement = frames["agreement_words" if words_only else "agreement_all"]
     draw_agreement(about["head"], agreement, language, tables)
