@@ -65,7 +65,11 @@ def test_the_unknown_share_leads_the_conclusions_and_is_the_tokenizers(small):
     shown = _shown(at)
     title = shown.index(next(m for m in shown if m.startswith("- ")))
     assert shown[title] == f"- {want}"                    # the first sentence of the conclusions
-    assert want in shown                                  # and stated under the corpus's count
+    short = translate("en", "unknown.short_importance", model="bert_base",
+                      share=f"{100 * unk / len(ids):.0f}%", read=f"{len(ids) - unk:,}",
+                      reader=unknown.READER)
+    assert short in shown[:title]             # and the answer's first sentence, above the charts
+    assert want not in shown and shown.count(f"- {want}") == 1    # the detail stays below
 
 
 def test_a_readable_corpus_states_its_share_and_does_not_lead_with_it(small):

@@ -183,3 +183,55 @@ def test_a_corpus_not_shipped_is_computed_once_then_read(tiny, monkeypatch):
     at.toggle(key="view_imp_words").set_value(False).run()
     at.run()
     assert not at.exception and len(calls) == 2
+
+
+def _in_order(node) -> list:
+    """The page's elements in the order they are drawn (blocks walked depth first)."""
+    children = getattr(node, "children", None)
+    if children is None:
+        return [node]
+    out = []
+    for key in sorted(children):
+        out += _in_order(children[key])
+    return out
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("corpus", ["bundled:en", "bundled:zh"])
+def test_the_answer_comes_before_the_charts(corpus, lang, monkeypatch):
+    """The answer's sentences (conclusions.answer on the shipped frames) are drawn above the
+    first chart; the caption beside the corpus picker says the pruning and sweep metrics do
+    not follow the corpus; bundled:zh leads with the unknown-piece share."""
+    from attention.conclusions import unknown
+    from attention.conclusions.answer import answer
+
+    texts = store.shipped_texts(corpus)
+    rec = diskcache.read(store.shipped_path(corpus), store.key(M.BUNDLED, texts))
+    page = _open(lang, monkeypatch, imp_corpus=corpus)
+    assert not page.exception and not page.error
+    frames = rec.frames
+    agreement = frames["agreement_words"]
+    sharp = frames["sharpness"]
+    sharp = sharp[(sharp["importance"] == "ablation") & (sharp["sharpness"] == "max_weight")]
+    lead = unknown.sentence(unknown.count(frames["tokens"]), rec.values["model"], "importance")
+    said = [c.text(lang) for c in answer(agreement[agreement["texts"] > 0], sharp,
+                                         int(rec.values["head_texts"]), lead)]
+    assert 2 <= len(said) <= 3
+    drawn = _in_order(page.main)
+    kinds = [type(e).__name__ for e in drawn]
+    first_chart = next(i for i, e in enumerate(drawn)
+                       if getattr(e, "type", None) == "vega_lite_chart")
+    where = [next(i for i, e in enumerate(drawn) if getattr(e, "value", None) == s)
+             for s in said]
+    assert where == sorted(where) and where[-1] < first_chart, kinds
+    assert (corpus == "bundled:zh") == (lead.key == "high_importance")
+    if lead.key == "high_importance":
+        assert "[UNK]" in said[0]
+    units = int(frames["pruning"]["units"].iloc[0])
+    note = t_of(lang, "importance.corpus_fixed_note", units=units)
+    assert note in [c.value for c in page.caption]
+
+
+def t_of(lang, key, **params):
+    from attention.i18n import translate
+    return translate(lang, key, **params)

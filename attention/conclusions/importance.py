@@ -14,7 +14,13 @@ The rules every sentence follows:
     says the data cannot tell, and why;
   - two methods are called different only when their intervals do not overlap;
   - about heads, nothing beyond what ablation measured: a correlation across heads is
-    reported as one, never as sharpness causing importance.
+    reported as one, never as sharpness causing importance;
+  - the baselines come before the methods: the best one (highest mean rho) and, named, the
+    rows that beat it (interval wholly above its interval: above_baseline);
+  - a pruning or sweep sentence names what its metric was measured on (a sentence model's is
+    the project's fixed English pairs, whatever the corpus), and the page's corpus needs
+    MIN_TEXTS texts for either, as for every other corpus-level sentence.
+The answer above the page's charts (conclusions.answer) follows the same rules.
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ KEEP = 0.95          # (kept for callers of the old pruning rule)
 MAIN = ("attention", "rollout", "flow", "norm")           # layered families, layer means
 SINGLE = ("gradient", "integrated_gradients")             # methods without layers
 BASELINES = ("random", "position_start", "position_end", "inverse_frequency")
+TOP = 4              # rows named in a sentence; beyond, how many more
 
 
 def fmt(x) -> str:
@@ -51,10 +58,33 @@ class Conclusion:
     def text(self, lang: str) -> str:
         values = {}
         for name, value in self.params:
-            if isinstance(value, Label):
+            if isinstance(value, (Label, Names, Phrase)):
                 value = value.text(lang)
             values[name] = value
         return translate(lang, f"importance.{self.key}", **values)
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A part of a sentence that is itself a locale key with parameters."""
+    key: str                     # "importance.<key>"
+    params: tuple = ()
+
+    def text(self, lang: str) -> str:
+        return translate(lang, f"importance.{self.key}", **dict(self.params))
+
+
+@dataclass(frozen=True)
+class Names:
+    """Rows named in the reader's language: the first labels, then how many more."""
+    labels: tuple                # (Label, ...)
+    more: int = 0                # rows left unnamed
+
+    def text(self, lang: str) -> str:
+        names = translate(lang, "importance.list_sep").join(x.text(lang) for x in self.labels)
+        if self.more:
+            return translate(lang, "importance.list_more", names=names, more=self.more)
+        return names
 
 
 @dataclass(frozen=True)
@@ -123,24 +153,58 @@ def agreement_sentence(row, against: str = "occlusion") -> Conclusion:
 
 def agreement_conclusions(agreement: pd.DataFrame, against: str = "occlusion") -> list[Conclusion]:
     out = []
+    texts = int(agreement["texts"].max()) if len(agreement) else 0
+    base = baseline_sentence(agreement, texts)       # first: what a trivial guess reaches
+    if base is not None:
+        out.append(base)
     picked = [r for r in (_rows(agreement, m, mean=True) for m in MAIN) if r is not None]
     picked += [r for r in (_rows(agreement, m) for m in SINGLE) if r is not None]
     for row in picked:
         out.append(agreement_sentence(row, against))
-    texts = int(agreement["texts"].max()) if len(agreement) else 0
     raw, roll = _rows(agreement, "attention", mean=True), _rows(agreement, "rollout", mean=True)
     if raw is not None and roll is not None and texts >= MIN_TEXTS:
         out.append(_compare(roll, raw, texts))
-    base = agreement[agreement["baseline"]].dropna(subset=["spearman"])
-    if len(base) and texts >= MIN_TEXTS:
-        best = base.loc[base["spearman"].idxmax()]
-        scored = agreement[~agreement["baseline"] & ~agreement["layer_mean"]
-                           & agreement["method"].isin(MAIN + SINGLE)].dropna(subset=["ci_low"])
-        above = int((scored["ci_low"] > best["ci_high"]).sum())
-        out.append(Conclusion("c_baseline", (
-            ("baseline", label_of(best)), ("rho", fmt(best["spearman"])), *_interval(best),
-            ("above", str(above)), ("total", str(len(scored))), ("texts", str(texts)))))
     return out
+
+
+def best_baseline(agreement: pd.DataFrame):
+    """The baseline row with the highest mean rho (None without one)."""
+    base = agreement[agreement["baseline"]].dropna(subset=["spearman"])
+    return base.loc[base["spearman"].idxmax()] if len(base) else None
+
+
+def scored_rows(agreement: pd.DataFrame, families=MAIN + SINGLE) -> pd.DataFrame:
+    """The rows a baseline is set against: each layer of the layered families and the methods
+    without layers (layer means left out: they repeat their layers)."""
+    return agreement[~agreement["baseline"] & ~agreement["layer_mean"]
+                     & agreement["method"].isin(families)].dropna(subset=["ci_low"])
+
+
+def above_baseline(agreement: pd.DataFrame, families=MAIN + SINGLE) -> pd.DataFrame:
+    """The rows that beat the best baseline: their 95% interval lies wholly above its interval
+    (ci_low > the baseline's ci_high), highest mean rho first."""
+    best = best_baseline(agreement)
+    scored = scored_rows(agreement, families)
+    if best is None:
+        return scored.iloc[:0]
+    return scored[scored["ci_low"] > best["ci_high"]].sort_values("spearman", ascending=False)
+
+
+def names_of(rows: pd.DataFrame, top: int = TOP) -> Names:
+    return Names(tuple(label_of(r) for _, r in rows.head(top).iterrows()),
+                 max(len(rows) - top, 0))
+
+
+def baseline_sentence(agreement: pd.DataFrame, texts: int) -> Conclusion | None:
+    """The best baseline and the rows above it, named (the first TOP, then how many more)."""
+    best = best_baseline(agreement)
+    if best is None or texts < MIN_TEXTS:
+        return None
+    above = above_baseline(agreement)
+    params = (("baseline", label_of(best)), ("rho", fmt(best["spearman"])), *_interval(best),
+              ("above", str(len(above))), ("total", str(len(scored_rows(agreement)))),
+              ("texts", str(texts)), ("names", names_of(above)))
+    return Conclusion("c_baseline" if len(above) else "c_baseline_none", params)
 
 
 def _compare(a, b, texts: int) -> Conclusion:
@@ -213,6 +277,9 @@ def sharpness_conclusions(sharp: pd.DataFrame, texts: int) -> list[Conclusion]:
         key = ("c_sharp_few" if texts < MIN_TEXTS else "c_sharp_null" if overlaps_null(row)
                else "c_sharp_pos" if row["spearman"] > 0 else "c_sharp_neg")
         out.append(Conclusion(key, params))
+        if texts >= MIN_TEXTS and off_zero(row):
+            out.append(Conclusion("c_null_off_zero", (("null_low", fmt(row["null_low"])),
+                                                      ("null_high", fmt(row["null_high"])))))
     if len(layers):
         clear = layers[[not overlaps_null(r) for _, r in layers.iterrows()]]
         span = (("low_rho", fmt(layers["spearman"].min())),
@@ -224,6 +291,25 @@ def sharpness_conclusions(sharp: pd.DataFrame, texts: int) -> list[Conclusion]:
                 ("heads", str(int(layers["heads"].iloc[0]))), ("texts", str(texts)))
         out.append(Conclusion("c_sharp_layers" if len(clear) else "c_sharp_layers_none", span))
     return out
+
+
+def off_zero(row) -> bool:
+    """Whether a null band lies wholly on one side of 0 (the pooled sharpness row's can: its
+    permutations stay within layers, so the layers' differences stay in it)."""
+    if _nan(row["null_low"]) or _nan(row["null_high"]):
+        return False
+    return bool(row["null_low"] > 0 or row["null_high"] < 0)
+
+
+def measured_on(metric_name: str, units: int, texts: int | None, *, order: bool) -> Phrase:
+    """What a pruning or sweep metric was measured on: the project's sentence pairs (the same
+    for every corpus; `order`: the heads' order still comes from the corpus's texts) or the
+    corpus's own texts."""
+    if metric_name == "retrieval_accuracy":
+        key = "measured_pairs_order" if order else "measured_pairs"
+    else:
+        key = "measured_texts"
+    return Phrase(key, (("units", units), ("texts", texts if texts is not None else "n/a")))
 
 
 def pruning_conclusions(pruning: pd.DataFrame, texts: int | None = None) -> list[Conclusion]:
@@ -254,12 +340,14 @@ def pruning_conclusions(pruning: pd.DataFrame, texts: int | None = None) -> list
         ("total", str(total)), ("full", fmt(full["metric"])), ("low", fmt(full["ci_low"])),
         ("high", fmt(full["ci_high"])), ("orders", str(int(full.get("orders", 0)))),
         ("last", fmt(rows["metric"].iloc[-1])),
-        ("metric", Label("metric_" + str(full["metric_name"])))))]
+        ("metric", Label("metric_" + str(full["metric_name"]))),
+        ("measured", measured_on(str(full["metric_name"]), units, texts, order=True))))]
 
 
-def sweep_conclusions(sweep: pd.DataFrame) -> list[Conclusion]:
+def sweep_conclusions(sweep: pd.DataFrame, texts: int | None = None) -> list[Conclusion]:
     """Per layer, the best and worst temperature against tau = 1, paired; fewer than
-    MIN_TEXTS units of the metric (`units`: pairs or texts): cannot tell."""
+    MIN_TEXTS units of the metric (`units`: pairs or texts), or a corpus of fewer than
+    MIN_TEXTS `texts` (the page's rule, even where the metric is the fixed pairs'): no claim."""
     out = []
     for layer, rows in sweep.groupby("layer"):
         rows = rows[rows["tau"] != 1.0]
@@ -274,9 +362,15 @@ def sweep_conclusions(sweep: pd.DataFrame) -> list[Conclusion]:
                   ("worst_high", fmt(worst["diff_high"])),
                   ("metric", Label("metric_" + str(best["metric_name"]))),
                   ("units", str(int(best["units"]) if "units" in rows else "n/a")),
-                  ("unit", Label("unit_" + str(best["metric_name"]))), ("min", str(MIN_TEXTS)))
+                  ("unit", Label("unit_" + str(best["metric_name"]))), ("min", str(MIN_TEXTS)),
+                  ("texts", str(texts if texts is not None else "n/a")),
+                  ("measured", measured_on(str(best["metric_name"]),
+                                           int(best["units"]) if "units" in rows else MIN_TEXTS,
+                                           texts, order=False)))
         if "units" in rows and int(best["units"]) < MIN_TEXTS:
             key = "c_sweep_few"
+        elif texts is not None and texts < MIN_TEXTS:
+            key = "c_sweep_few_texts"
         elif best["diff_low"] > 0:
             key = "c_sweep_sharper" if best["tau"] < 1 else "c_sweep_flatter"
         else:
@@ -301,5 +395,5 @@ def conclusions(agreement=None, faithfulness=None, sharpness=None, pruning=None,
     if pruning is not None and len(pruning):
         out += pruning_conclusions(pruning, texts if texts else None)
     if sweep is not None and len(sweep):
-        out += sweep_conclusions(sweep)
+        out += sweep_conclusions(sweep, texts if texts else None)
     return out

@@ -1,7 +1,9 @@
 """The "Does the model use it?" page: over a corpus (bundled:en by default, bundled:zh, the
 sidebar's lines or an upload), attention against occlusion with intervals and null bands,
 faithfulness curves, head importance per layer, the pruning curve beside random orders, the
-temperature sweep's paired differences, and conclusions written from the intervals.
+temperature sweep's paired differences, and conclusions written from the intervals. The
+answer comes first: at most three sentences above the charts (conclusions.answer), the
+unknown-piece share first where the model cannot read most of the corpus; the detail below.
 
 Every frame comes from attention.importance.store.results: the server's byte-bounded
 store, then the disk cache (keyed by model, corpus digest, settings and code), then the files
@@ -19,6 +21,7 @@ from attention.text import corpora
 from attention.charts import importance as charts
 from attention.charts.size import FIT_PX
 from attention.conclusions import unknown
+from attention.conclusions.answer import answer
 from attention.conclusions.importance import conclusions
 from attention.errors import UserError
 from attention.importance import store
@@ -123,6 +126,7 @@ def draw_importance(spec) -> None:
         choice = view_widget(CORPUS_KEY, st.selectbox, default="bundled:en", cast=str,
                              valid=lambda v: v in CORPORA, label=t("importance.corpus"),
                              options=list(CORPORA), format_func=labels.get)
+        fixed_note = st.empty()          # what does not follow the corpus (once it is known)
     with right:
         words_only = view_widget(WORDS_KEY, st.toggle, default=True, cast=flag,
                                  label=t("importance.words_only"),
@@ -159,18 +163,22 @@ def draw_importance(spec) -> None:
                   pieces=len(tokens) - special if words_only else len(tokens), special=special))
     language = lang()
     unreadable = unknown.sentence(unknown.count(tokens), about["model"], "importance")
-    st.markdown(unreadable.text(language))
+    if unreadable.key == "low":          # high: the answer's first sentence, detail below
+        st.markdown(unreadable.text(language))
     if source == config.BUNDLED and any(list(texts) == store.shipped_texts(c)
                                         for c in store.SHIPPED_CORPORA):
         st.caption(t("importance.shipped_note"))
+    pruning = frames["pruning"]
+    if "units" in pruning and str(pruning["metric_name"].iloc[0]) == "retrieval_accuracy":
+        fixed_note.caption(t("importance.corpus_fixed_note", units=int(pruning["units"].iloc[0])))
     agreement = frames["agreement_words" if words_only else "agreement_all"]
-    draw_agreement(about["head"], agreement, language, tables)
-    draw_faithfulness(frames["faithfulness"], language, tables)
     sharp = frames["sharpness"]
     sharp = sharp[(sharp["importance"] == "ablation") & (sharp["sharpness"] == "max_weight")]
     measured = int(record.values.get("head_texts", len(texts)))      # heads: the first ones
+    draw_answer(answer(agreement[agreement["texts"] > 0], sharp, measured, unreadable), language)
+    draw_agreement(about["head"], agreement, language, tables)
+    draw_faithfulness(frames["faithfulness"], language, tables)
     draw_heads(frames["heads"], sharp, measured, language)
-    pruning = frames["pruning"]
     draw_pruning(pruning, language)
     sweep = draw_sweep(int(about["layers"]), frames["sweep"], language)
     st.subheader(t("importance.conclusions_title"))
@@ -178,6 +186,16 @@ def draw_importance(spec) -> None:
     for c in first + conclusions(agreement, frames["faithfulness"], sharp, pruning, sweep,
                                  texts=measured):
         st.markdown(f"- {c.text(language)}")
+
+
+def draw_answer(sentences: list, language: str) -> None:
+    """The answer first: at most three sentences above the charts (conclusions.answer)."""
+    if not sentences:
+        return
+    with st.container(border=True):
+        st.subheader(t("importance.answer_title"))
+        for c in sentences:
+            st.markdown(c.text(language))
 
 
 def agreement_table(agreement: pd.DataFrame, language: str) -> pd.DataFrame:
