@@ -80,6 +80,11 @@ def test_temperature_sinks_and_heads_sentences():
     layers = s[(s["layer"] >= 0) & (s["head"] < 0)]
     tau = conclusions.temperature_sentence(g, layers[layers["family"] != "scale"], "en")
     assert tau.startswith("τ = 1.5 in every layer is better")
+    per = layers[layers["family"] == "tau"]                  # the counts, from the frame
+    worse, better = int((per["d_lo"] > 0).sum()), int((per["d_hi"] < 0).sum())
+    assert f"({worse} for the worse, {better} for the better; with no effect at all about " \
+        f"{0.05 * len(per):.1f} would by chance)" in tau
+    assert ("The best of the" in tau) == (better > 0)
     sinks = conclusions.sinks_sentence(g, layers, "en")
     assert "worse" in sinks and f"in {LAYERS} of {LAYERS} layers" in sinks
     per_head = stats.heads(s)

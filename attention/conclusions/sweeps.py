@@ -111,6 +111,11 @@ def sinks_sentence(g: pd.DataFrame, layers: pd.DataFrame | None, lang: str) -> s
     return text
 
 
+# Of settings with no effect at all, the share whose 95% interval clears 0 by chance alone
+# (two-sided): with many per-layer settings a few clear it with no effect behind them.
+CHANCE = 0.05
+
+
 def temperature_sentence(g: pd.DataFrame, layers: pd.DataFrame | None, lang: str) -> str:
     few = _few(g, lang)
     if few:
@@ -120,10 +125,18 @@ def temperature_sentence(g: pd.DataFrame, layers: pd.DataFrame | None, lang: str
     text = _t(lang, f"tau_{verdict(best)}", tau=best["variant"], **_interval(best))
     if layers is not None and len(layers) and not _few(layers, lang):
         per = layers[layers["family"] == "tau"]
-        clear = per[(per["d_lo"] > 0) | (per["d_hi"] < 0)]
+        worse, better = per[per["d_lo"] > 0], per[per["d_hi"] < 0]
         top = per.sort_values("d_nll", ascending=False).iloc[0]
-        text += " " + _t(lang, "tau_layers", clear=len(clear), total=len(per),
+        text += " " + _t(lang, "tau_layers", clear=len(worse) + len(better), total=len(per),
+                         worse=len(worse), better=len(better),
+                         chance=f"{CHANCE * len(per):.1f}",
                          tau=top["variant"], layer=int(top["layer"]), **_interval(top))
+        if len(better):
+            # the per-layer settings that lower the NLL, best first: named, since a setting
+            # other than the trained one that is better is said plainly (issue 43)
+            best = better.sort_values("d_nll").iloc[0]
+            text += " " + _t(lang, "tau_layers_better", count=len(better),
+                             tau=best["variant"], layer=int(best["layer"]), **_interval(best))
     return text
 
 
