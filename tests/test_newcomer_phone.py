@@ -126,12 +126,18 @@ PAST_THE_EDGE = """(W) => {
 @pytest.mark.browser
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("path, vega, canvas", [("Model_heads", 0, 5),
-                                                ("Does_the_model_use_it", 6, 0)])
+                                                ("Does_the_model_use_it", 6, 0),
+                                                # 2 + 4 + 6 panels and the saturation chart
+                                                ("Score_analysis", 13, 0),
+                                                # 8 toy charts (3 figures of 2 panels), 6
+                                                # of the real model (heads: not shipped)
+                                                ("Is_sharper_better", 14, 0)])
 def test_charts_stay_on_a_phones_screen(server, chromium, path, vega, canvas, lang):
-    """At 390 x 844 no chart of Model heads or "Does the model use it?" passes the screen's
-    right edge or cuts a text of its own; the 72-head grid and the ||f(x_j)|| bars, which
+    """At 390 x 844 no chart of Model heads, Score analysis, "Is sharper better?" or "Does
+    the model use it?" passes the screen's right edge or cuts a text of its own (the panels
+    of a two- or three-panel figure stack); the 72-head grid and the ||f(x_j)|| bars, which
     keep their cells' size, scroll sideways in their own box under a line that says so; no
-    widget label is cut."""
+    widget label is cut; the page itself does not scroll sideways."""
     from playwright.sync_api import Error as PlaywrightError
 
     from tests.conftest import UI_TIMEOUT, wait_for_app
@@ -149,6 +155,9 @@ def test_charts_stay_on_a_phones_screen(server, chromium, path, vega, canvas, la
             pass
         problems = page.evaluate(PAST_THE_EDGE, 390)
         assert problems == [], problems
+        widths = page.evaluate("""() => [document.documentElement.scrollWidth,
+            document.querySelector('[data-testid="stMain"]').scrollWidth]""")
+        assert max(widths) <= 390, widths      # a chart 900 px wide made it scroll sideways
         if path == "Model_heads":   # the grid does overflow a phone: its box scrolls
             scrolled = page.evaluate("""() => { const f = document.querySelector('.ae-grid');
                 f.scrollLeft = 1000; return [f.scrollLeft, f.scrollWidth - f.clientWidth]; }""")

@@ -63,9 +63,12 @@ def test_runs_without_exception_and_reads_the_seed(page):
     assert page.query_params["sh_seed"] in (str(SEED), [str(SEED)])
 
 
-# The toy section's five charts and five conclusions come first; the real-models section
-# below them (tests/test_sweeps_page.py) adds its own.
-TOY_CHARTS = TOY_INFOS = 5
+# The toy section's five figures and five conclusions come first; the real-models section
+# below them (tests/test_sweeps_page.py) adds its own. Three figures are two panels each,
+# drawn as two charts side by side (stacked on a phone): the charts' places on the page.
+TOY_INFOS = 5
+SHARPENING, MASS, SAMPLE, IMPORTANCE, SCALING = (0, 1), (2,), (3, 4), (5,), (6, 7)
+TOY_CHARTS = 8
 
 
 def toy_infos(at) -> list[str]:
@@ -81,7 +84,8 @@ def test_five_toy_charts_drawn_before_the_real_models(page):
 def test_sharpening_charts_show_the_sweep(page, expected):
     study, _ = expected
     cols = ["multiplier", "accuracy", "max_weight", "effective_tokens", "relevant_mass"]
-    for spec, frames in charts(page)[:2]:          # inverted U, relevant mass
+    got = charts(page)
+    for spec, frames in [got[i] for i in SHARPENING + MASS]:   # inverted U, relevant mass
         drawn = frame_with(frames, *cols)[cols].reset_index(drop=True)
         pd.testing.assert_frame_equal(drawn, study.sweep[cols], check_dtype=False)
 
@@ -89,21 +93,23 @@ def test_sharpening_charts_show_the_sweep(page, expected):
 def test_sample_and_importance_charts_show_the_study(page, expected):
     study, _ = expected
     got = charts(page)
-    sample = pd.concat([f for f in got[2][1] if "weight" in f.columns], ignore_index=True)
+    sample = pd.concat([f for i in SAMPLE for f in got[i][1] if "weight" in f.columns],
+                       ignore_index=True)
     cols = ["multiplier", "position", "relevant", "weight"]
     pd.testing.assert_frame_equal(sample[cols], study.sample[cols], check_dtype=False)
     cols = ["sample", "position", "relevant", "weight", "effect"]
-    drawn = frame_with(got[3][1], *cols)[cols]          # importance: right after the sample
+    drawn = frame_with(got[IMPORTANCE[0]][1], *cols)[cols]   # importance: after the sample
     pd.testing.assert_frame_equal(drawn, study.importance[cols], check_dtype=False)
 
 
 def test_scaling_chart_shows_the_sweep(page, expected):
     _, scaling = expected
     cols = ["d_k", "scaled", "seed", "accuracy", "max_weight", "effective_tokens"]
-    drawn = frame_with(charts(page)[4][1], *cols)[cols]  # scaling: the toy section's last
-    pd.testing.assert_frame_equal(drawn.reset_index(drop=True), scaling[cols],
-                                  check_dtype=False)
-    assert set(drawn["seed"]) == {SEED, SEED + 1, SEED + 2}
+    for i in SCALING:                                   # the toy section's last: both panels
+        drawn = frame_with(charts(page)[i][1], *cols)[cols]
+        pd.testing.assert_frame_equal(drawn.reset_index(drop=True), scaling[cols],
+                                      check_dtype=False)
+        assert set(drawn["seed"]) == {SEED, SEED + 1, SEED + 2}
 
 
 def test_conclusions_quote_the_measured_numbers(page, expected):

@@ -11,7 +11,7 @@ import pandas as pd
 
 from attention.i18n import translate
 from attention.experiment.task import ARGMAX, CEILING, ONE_TOKEN, m_label, multiplier_label
-from attention.charts.size import natural_size
+from attention.charts.size import Panels, fit_width, panel_title
 
 SCALED_COLORS = {True: "#1f77b4", False: "#d62728"}
 RELEVANT_COLORS = {True: "#2ca02c", False: "#9e9e9e"}
@@ -35,7 +35,10 @@ def _reference_rules(lang: str) -> alt.Chart:
     return alt.Chart(data).mark_rule(color="#555555").encode(
         y="accuracy:Q",
         strokeDash=alt.StrokeDash("reference:N", title=None,
-                                  legend=alt.Legend(orient="top", labelLimit=400),
+                                  # below the plot, one entry a line: in a row on top the
+                                  # two long labels ran past a phone's screen
+                                  legend=alt.Legend(orient="bottom", direction="vertical",
+                                                    labelLimit=400),
                                   scale=alt.Scale(domain=data["reference"].tolist(),
                                                   range=[[6, 3], [2, 3]])),
         tooltip=[alt.Tooltip("reference:N", title=" "),
@@ -50,15 +53,18 @@ def _sweep_points(sweep: pd.DataFrame, lang: str) -> pd.DataFrame:
 
 
 def _labelled_curve(data: pd.DataFrame, x: alt.X, lang: str, title: str,
-                    width: int, height: int) -> alt.LayerChart:
+                    width: int | None, height: int, left_from: float) -> alt.LayerChart:
     """accuracy against one sharpness measure: a line in m order, points, "m = ..." labels.
 
     A point whose right-hand neighbour (along x) is higher has its label below the line, so
-    labels on a rising stretch do not run into the next point's."""
+    labels on a rising stretch do not run into the next point's. A point at x >= left_from
+    has its label on its left: on a phone's narrow plot "argmax" on the right of a point at
+    the axis's end ran past the chart's edge."""
     field = x.shorthand.split(":")[0]
     by_x = data.sort_values(field)
     below = by_x["accuracy"].to_numpy() < np.r_[by_x["accuracy"].to_numpy()[1:], -np.inf]
-    data = data.assign(below=pd.Series(below, index=by_x.index))
+    data = data.assign(below=pd.Series(below, index=by_x.index),
+                       left=data[field] >= left_from)
     tooltip = [alt.Tooltip("label:N", title=_t(lang, "axis_multiplier")),
                alt.Tooltip("accuracy:Q", title=_t(lang, "axis_accuracy"), format=".3f"),
                alt.Tooltip("max_weight:Q", title=_t(lang, "axis_max_weight"), format=".3f"),
@@ -67,44 +73,58 @@ def _labelled_curve(data: pd.DataFrame, x: alt.X, lang: str, title: str,
     y = alt.Y("accuracy:Q", title=_t(lang, "axis_accuracy"), scale=alt.Scale(domain=[0.5, 0.9]))
     base = alt.Chart(data).encode(x=x, y=y, order="order:Q", tooltip=tooltip)
     text = base.mark_text(align="left", dx=7, fontSize=12).encode(text="label:N")
+    labels = [text.transform_filter(f"{'' if below else '!'}datum.below && "
+                                    f"{'' if left else '!'}datum.left").mark_text(
+        align="right" if left else "left", dx=-6 if left else 6, dy=12 if below else -9,
+        fontSize=12) for below in (True, False) for left in (False, True)]
     curve = alt.layer(
         base.mark_line(color=POINT_COLOR, opacity=0.5),
         base.mark_circle(size=90, color=POINT_COLOR, opacity=1),
-        text.transform_filter("datum.below").mark_text(align="left", dx=6, dy=12, fontSize=12),
-        text.transform_filter("!datum.below").mark_text(align="left", dx=6, dy=-9, fontSize=12),
+        *labels,
         _reference_rules(lang),
     )
+    if width is None:                  # as wide as its column
+        return fit_width(curve.properties(title=panel_title(title), height=height))
     return curve.properties(title=title, width=width, height=height)
+
+
+def _sharpening_views(sweep: pd.DataFrame, lang: str, width: int | None,
+                      height: int) -> tuple[alt.LayerChart, alt.LayerChart]:
+    data = _sweep_points(sweep, lang)
+    by_max = _labelled_curve(
+        data, alt.X("max_weight:Q", title=_t(lang, "axis_max_weight"),
+                    scale=alt.Scale(domain=[0, 1.12], nice=False),
+                    axis=alt.Axis(values=[0, 0.2, 0.4, 0.6, 0.8, 1.0])),
+        lang, _t(lang, "title_vs_max"), width, height, left_from=0.95)
+    by_eff = _labelled_curve(
+        data, alt.X("effective_tokens:Q", title=_t(lang, "axis_effective"),
+                    scale=alt.Scale(type="log", base=2, domain=[0.8, 20], nice=False),
+                    axis=alt.Axis(values=[1, 2, 4, 8, 16])),
+        lang, _t(lang, "title_vs_effective"), width, height, left_from=12)
+    return by_max, by_eff
 
 
 def sharpening_chart(sweep: pd.DataFrame, lang: str, width: int = 360,
                      height: int = 260) -> alt.HConcatChart:
     """The inverted U: accuracy against max weight and against effective tokens, one point
     per test-time multiplier m."""
-    data = _sweep_points(sweep, lang)
-    by_max = _labelled_curve(
-        data, alt.X("max_weight:Q", title=_t(lang, "axis_max_weight"),
-                    scale=alt.Scale(domain=[0, 1.12], nice=False),
-                    axis=alt.Axis(values=[0, 0.2, 0.4, 0.6, 0.8, 1.0])),
-        lang, _t(lang, "title_vs_max"), width, height)
-    by_eff = _labelled_curve(
-        data, alt.X("effective_tokens:Q", title=_t(lang, "axis_effective"),
-                    scale=alt.Scale(type="log", base=2, domain=[0.8, 20], nice=False),
-                    axis=alt.Axis(values=[1, 2, 4, 8, 16])),
-        lang, _t(lang, "title_vs_effective"), width, height)
-    return alt.hconcat(by_max, by_eff)
+    return alt.hconcat(*_sharpening_views(sweep, lang, width, height))
 
 
-def mass_chart(sweep: pd.DataFrame, lang: str, width: int = 520,
-               height: int = 260) -> alt.LayerChart:
-    """Share of attention on the 4 relevant tokens against accuracy, labelled by m."""
+def sharpening_panels(sweep: pd.DataFrame, lang: str, height: int = 260) -> Panels:
+    """sharpening_chart as two panels as wide as their columns (a phone stacks them)."""
+    return Panels(_sharpening_views(sweep, lang, None, height), 2, sharpening_chart(sweep, lang))
+
+
+def mass_chart(sweep: pd.DataFrame, lang: str, height: int = 260) -> alt.LayerChart:
+    """Share of attention on the 4 relevant tokens against accuracy, labelled by m; as wide
+    as the page gives it (draw it with width=FIT_PX)."""
     data = _sweep_points(sweep, lang)
-    chart = _labelled_curve(
+    return _labelled_curve(
         data, alt.X("relevant_mass:Q", title=_t(lang, "axis_relevant_mass"),
                     scale=alt.Scale(domain=[0, 1.12], nice=False),
                     axis=alt.Axis(format="%", values=[0, 0.2, 0.4, 0.6, 0.8, 1.0])),
-        lang, _t(lang, "title_mass"), width, height)
-    return natural_size(chart)
+        lang, _t(lang, "title_mass"), None, height, left_from=0.95)
 
 
 def _variant(table: pd.DataFrame, lang: str) -> pd.DataFrame:
@@ -114,10 +134,8 @@ def _variant(table: pd.DataFrame, lang: str) -> pd.DataFrame:
     return data
 
 
-def scaling_chart(table: pd.DataFrame, lang: str, width: int = 300,
-                  height: int = 260) -> alt.HConcatChart:
-    """Scaled vs unscaled training by d_k: every seed as a point, the mean as a tick with
-    +-1 std error bars; accuracy on the left, max weight of the trained head on the right."""
+def _scaling_views(table: pd.DataFrame, lang: str, width: int | None,
+                   height: int) -> tuple[alt.LayerChart, alt.LayerChart]:
     data = _variant(table, lang)
     names = [_t(lang, "variant_scaled"), _t(lang, "variant_unscaled")]
     color = alt.Color("variant:N", title=None, legend=alt.Legend(orient="top"),
@@ -142,12 +160,25 @@ def scaling_chart(table: pd.DataFrame, lang: str, width: int = 300,
         ]
         if refs:
             layers.append(_reference_rules(lang))
+        if width is None:              # as wide as its column
+            return fit_width(alt.layer(*layers).properties(title=panel_title(title),
+                                                           height=height))
         return alt.layer(*layers).properties(title=title, width=width, height=height)
 
-    return alt.hconcat(
-        panel("accuracy", _t(lang, "title_scaling_accuracy"), [0.5, 0.9], True),
-        panel("max_weight", _t(lang, "title_scaling_max"), [0, 1.05], False),
-    )
+    return (panel("accuracy", _t(lang, "title_scaling_accuracy"), [0.5, 0.9], True),
+            panel("max_weight", _t(lang, "title_scaling_max"), [0, 1.05], False))
+
+
+def scaling_chart(table: pd.DataFrame, lang: str, width: int = 300,
+                  height: int = 260) -> alt.HConcatChart:
+    """Scaled vs unscaled training by d_k: every seed as a point, the mean as a tick with
+    +-1 std error bars; accuracy on the left, max weight of the trained head on the right."""
+    return alt.hconcat(*_scaling_views(table, lang, width, height))
+
+
+def scaling_panels(table: pd.DataFrame, lang: str, height: int = 260) -> Panels:
+    """scaling_chart as two panels as wide as their columns (a phone stacks them)."""
+    return Panels(_scaling_views(table, lang, None, height), 2, scaling_chart(table, lang))
 
 
 def _relevance(frame: pd.DataFrame, lang: str) -> tuple[pd.DataFrame, alt.Color]:
@@ -160,10 +191,8 @@ def _relevance(frame: pd.DataFrame, lang: str) -> tuple[pd.DataFrame, alt.Color]
                                                                 RELEVANT_COLORS[False]]))
 
 
-def sample_chart(sample: pd.DataFrame, lang: str, width: int = 330,
-                 height: int = 200) -> alt.HConcatChart:
-    """One eval sample's attention over its 16 tokens at m = 1 and at argmax; relevant
-    tokens in green. Bars are keyed by position."""
+def _sample_views(sample: pd.DataFrame, lang: str, width: int | None,
+                  height: int) -> tuple[alt.Chart, ...]:
     data, color = _relevance(sample, lang)
     panels = []
     for multiplier in (multiplier_label(1.0), ARGMAX):
@@ -175,14 +204,28 @@ def sample_chart(sample: pd.DataFrame, lang: str, width: int = 330,
             tooltip=[alt.Tooltip("position:O", title=_t(lang, "axis_position")),
                      alt.Tooltip("kind:N", title=" "),
                      alt.Tooltip("weight:Q", title=_t(lang, "axis_weight"), format=".3f")])
-        panels.append(bars.properties(title=m_label(multiplier, lang), width=width,
-                                      height=height))
-    return alt.hconcat(*panels)
+        title = m_label(multiplier, lang)
+        panels.append(fit_width(bars.properties(title=panel_title(title), height=height))
+                      if width is None else
+                      bars.properties(title=title, width=width, height=height))
+    return tuple(panels)
 
 
-def importance_chart(importance: pd.DataFrame, lang: str, width: int = 760,
-                     height: int = 320) -> alt.Chart:
-    """Each token's attention weight against its leave-one-out effect on the output."""
+def sample_chart(sample: pd.DataFrame, lang: str, width: int = 330,
+                 height: int = 200) -> alt.HConcatChart:
+    """One eval sample's attention over its 16 tokens at m = 1 and at argmax; relevant
+    tokens in green. Bars are keyed by position."""
+    return alt.hconcat(*_sample_views(sample, lang, width, height))
+
+
+def sample_panels(sample: pd.DataFrame, lang: str, height: int = 200) -> Panels:
+    """sample_chart as two panels as wide as their columns (a phone stacks them)."""
+    return Panels(_sample_views(sample, lang, None, height), 2, sample_chart(sample, lang))
+
+
+def importance_chart(importance: pd.DataFrame, lang: str, height: int = 320) -> alt.Chart:
+    """Each token's attention weight against its leave-one-out effect on the output; as wide
+    as the page gives it (draw it with width=FIT_PX)."""
     data, color = _relevance(importance, lang)
     chart = alt.Chart(data).mark_circle(size=28, opacity=0.6).encode(
         x=alt.X("weight:Q", title=_t(lang, "axis_weight")),
@@ -193,5 +236,5 @@ def importance_chart(importance: pd.DataFrame, lang: str, width: int = 760,
                  alt.Tooltip("kind:N", title=" "),
                  alt.Tooltip("weight:Q", title=_t(lang, "axis_weight"), format=".3f"),
                  alt.Tooltip("effect:Q", title=_t(lang, "axis_effect"), format=".3f")],
-    ).properties(width=width, height=height)
-    return natural_size(chart)
+    ).properties(height=height)
+    return fit_width(chart)

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from attention.conclusions.sweeps import setting_name, short_name
+from attention.charts.size import fit_width
 from attention.i18n import translate
 
 TRAINED = "#d62728"
@@ -34,8 +35,12 @@ def _named(table: pd.DataFrame, lang: str) -> pd.DataFrame:
     return data
 
 
-def _colour(lang: str) -> alt.Color:
-    return alt.Color("kind:N", title=None, legend=alt.Legend(orient="top"),
+def _colour(lang: str, below: bool = False) -> alt.Color:
+    """Trained in red, every other setting in blue; below: the legend under the plot, one
+    entry a line (on top of a phone's narrow plot it ran past the chart's edge)."""
+    legend = (alt.Legend(orient="bottom", direction="vertical") if below
+              else alt.Legend(orient="top"))
+    return alt.Color("kind:N", title=None, legend=legend,
                      scale=alt.Scale(domain=[_t(lang, "legend_trained"), _t(lang, "legend_other")],
                                      range=[TRAINED, OTHER]))
 
@@ -74,12 +79,16 @@ def quality_chart(g: pd.DataFrame, lang: str, measure: str = "max_weight",
     # so the settings crowded around the trained point keep their labels apart
     place = np.where(data["family"] == "base", "base",
                      np.where(flatter & (data["family"] == "tau"), "below", "above"))
-    labels = [alt.Chart(data[place == where]).mark_text(
-        align=align, dx=dx, dy=dy, fontSize=11).encode(x=x, y=y, text="short:N")
-        for where, align, dx, dy in (("below", "left", 7, 12), ("above", "left", 7, -8),
-                                     ("base", "left", 7, 14))]
-    return (ybars + xbars + points + labels[0] + labels[1] + labels[2]).properties(
-        width=560, height=340)
+    # the points in the last tenth of the x range have their label on their left: on a
+    # phone's narrow plot "no scale" on the right of the sharpest point ran past the chart
+    span = data[measure].max() - data[measure].min()
+    left = (data[measure] > data[measure].max() - 0.1 * span).to_numpy()
+    labels = [alt.Chart(data[(place == where) & (left == on_left)]).mark_text(
+        align="right" if on_left else "left", dx=-dx if on_left else dx, dy=dy,
+        fontSize=11).encode(x=x, y=y, text="short:N")
+        for where, dx, dy in (("below", 7, 12), ("above", 7, -8), ("base", 7, 14))
+        for on_left in (False, True)]
+    return fit_width(alt.layer(ybars, xbars, points, *labels).properties(height=340))
 
 
 def interval_bars(data: pd.DataFrame, lang: str, value: str, lo: str, hi: str, title: str,
@@ -88,16 +97,20 @@ def interval_bars(data: pd.DataFrame, lang: str, value: str, lo: str, hi: str, t
     data = _named(data, lang)
     y = alt.Y("setting:N", title=None, sort=None, axis=alt.Axis(labelLimit=320))
     scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
-    x = alt.X(f"{value}:Q", title=title, scale=scale)
+    # the title ends where the plot ends: centred under a phone's narrow plot (the names
+    # take most of the width) it ran past the chart's right edge
+    axis = alt.Axis(titleAnchor="end")
+    x = alt.X(f"{value}:Q", title=title, scale=scale, axis=axis)
     base = alt.Chart(data)
     tips = [alt.Tooltip("setting:N", title=_t(lang, "axis_setting")),
             _tip(f"{value}:Q", lang, ".3f"), _tip(f"{lo}:Q", lang, ".3f"),
             _tip(f"{hi}:Q", lang, ".3f"), _tip(f"{count}:Q", lang)]
-    return (base.mark_rule().encode(y=y, x=alt.X(f"{lo}:Q", title=title, scale=scale),
-                                    x2=f"{hi}:Q", color=_colour(lang))
-            + base.mark_point(filled=True, size=60).encode(y=y, x=x, color=_colour(lang),
+    return fit_width((base.mark_rule().encode(y=y, x=alt.X(f"{lo}:Q", title=title, scale=scale,
+                                                          axis=axis),
+                                    x2=f"{hi}:Q", color=_colour(lang, below=True))
+            + base.mark_point(filled=True, size=60).encode(y=y, x=x, color=_colour(lang, below=True),
                                                          tooltip=tips)
-            ).properties(width=420, height=alt.Step(26))
+            ).properties(height=alt.Step(26)))
 
 
 def layer_chart(layers: pd.DataFrame, family: str, lang: str,
@@ -121,11 +134,11 @@ def layer_chart(layers: pd.DataFrame, family: str, lang: str,
             _tip(f"{hi}:Q", lang, "+.4f"), _tip(f"{count}:Q", lang)]
     zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#555", strokeDash=[4, 3]) \
         .encode(y="y:Q")
-    return (zero + base.mark_rule().encode(x=x, xOffset=offset, y=f"{lo}:Q", y2=f"{hi}:Q",
+    return fit_width((zero + base.mark_rule().encode(x=x, xOffset=offset, y=f"{lo}:Q", y2=f"{hi}:Q",
                                            color=colour)
             + base.mark_point(filled=True, size=40).encode(x=x, xOffset=offset, y=y,
                                                            color=colour, tooltip=tips)
-            ).properties(width=620, height=260)
+            ).properties(height=260))
 
 
 def tau_chart(g: pd.DataFrame, lang: str, quality: tuple = PERPLEXITY) -> alt.LayerChart:
@@ -142,11 +155,11 @@ def tau_chart(g: pd.DataFrame, lang: str, quality: tuple = PERPLEXITY) -> alt.La
     tips = [_tip("tau:Q", lang), _tip(f"{value}:Q", lang, ".3f"),
             _tip(f"{lo}:Q", lang, ".3f"), _tip(f"{hi}:Q", lang, ".3f"),
             _tip("max_weight:Q", lang, ".3f"), _tip(f"{count}:Q", lang)]
-    return (base.mark_line(color=OTHER) + base.mark_rule(color=OTHER).encode(
+    return fit_width((base.mark_line(color=OTHER) + base.mark_rule(color=OTHER).encode(
         x=x, y=alt.Y(f"{lo}:Q", title=_t(lang, title), scale=yscale),
         y2=f"{hi}:Q")
             + base.mark_point(filled=True, color=OTHER, size=50).encode(x=x, y=y, tooltip=tips)
-            ).encode(x=x, y=y).properties(width=300, height=260)
+            ).encode(x=x, y=y).properties(height=260))
 
 
 def heads_chart(per_head: pd.DataFrame, lang: str, measure: str = "max_weight") -> alt.LayerChart:
@@ -155,15 +168,16 @@ def heads_chart(per_head: pd.DataFrame, lang: str, measure: str = "max_weight") 
                                          else "axis_entropy"), scale=alt.Scale(zero=False))
     y = alt.Y("zero:Q", title=_t(lang, "axis_dnll"))
     colour = alt.Color("layer:O", title=_t(lang, "axis_layer"), scale=alt.Scale(scheme="viridis"),
-                       legend=alt.Legend(columns=2, symbolLimit=40))
+                       # below the plot: on its right it took a phone's width
+                       legend=alt.Legend(orient="bottom", columns=6, symbolLimit=40))
     base = alt.Chart(per_head)
     tips = [_tip("layer:O", lang), _tip("head:Q", lang), _tip("zero:Q", lang, "+.4f"),
             _tip("zero_lo:Q", lang, "+.4f"), _tip("zero_hi:Q", lang, "+.4f"),
             _tip("mean:Q", lang, "+.4f"), _tip(f"{measure}:Q", lang, ".3f"),
             _tip("texts:Q", lang)]
-    return (base.mark_rule(opacity=0.5).encode(x=x, y="zero_lo:Q", y2="zero_hi:Q", color=colour)
+    return fit_width((base.mark_rule(opacity=0.5).encode(x=x, y="zero_lo:Q", y2="zero_hi:Q", color=colour)
             + base.mark_point(filled=True, size=35).encode(x=x, y=y, color=colour, tooltip=tips)
-            ).properties(width=560, height=320)
+            ).properties(height=320))
 
 
 def agreement_chart(agree: pd.DataFrame, lang: str) -> alt.LayerChart:
@@ -178,8 +192,8 @@ def agreement_chart(agree: pd.DataFrame, lang: str) -> alt.LayerChart:
             _tip("spearman:Q", lang, "+.2f"), _tip("ci_low:Q", lang, "+.2f"),
             _tip("ci_high:Q", lang, "+.2f"), _tip("null_low:Q", lang, "+.2f"),
             _tip("null_high:Q", lang, "+.2f"), _tip("heads:Q", lang)]
-    return (base.mark_bar(color="#cccccc", width=10).encode(x=x, y="null_low:Q", y2="null_high:Q")
+    return fit_width((base.mark_bar(color="#cccccc", width=10).encode(x=x, y="null_low:Q", y2="null_high:Q")
             + base.mark_rule(color=OTHER).encode(x=x, y="ci_low:Q", y2="ci_high:Q")
             + base.mark_point(filled=True, color=OTHER).encode(
                 x=x, y=alt.Y("spearman:Q", title=_t(lang, "axis_rho")), tooltip=tips)
-            ).properties(width=620, height=200)
+            ).properties(height=200))

@@ -16,6 +16,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from attention.charts.size import Panels, fit_width, panel_title
 from attention.i18n import translate
 
 VARIANTS = ("scaled", "unscaled")        # the two attention results drawn side by side
@@ -33,10 +34,8 @@ def _t(lang: str, key: str, **values) -> str:
 
 # ---- (a) raw vs scaled score distributions ------------------------------------------------
 
-def score_distribution_chart(hist: pd.DataFrame, stats: pd.DataFrame, lang: str,
-                             width: int = 370, height: int = 220) -> alt.HConcatChart:
-    """Raw q.k next to the scaled logits, each with its measured std (solid rules at
-    mean +- std) and the std the theory expects (dashed rules at +- expected)."""
+def _score_panels(hist: pd.DataFrame, stats: pd.DataFrame, lang: str) -> list[tuple[str, alt.LayerChart]]:
+    """(title, unsized layer) of the raw and the scaled histograms."""
     panels = []
     for row in stats.itertuples():
         data = hist[hist["series"] == row.series]
@@ -65,9 +64,25 @@ def score_distribution_chart(hist: pd.DataFrame, stats: pd.DataFrame, lang: str,
             color=alt.value("#333333"),
             tooltip=[alt.Tooltip("kind:N", title=" "),
                      alt.Tooltip("x:Q", title=_t(lang, "tip_value"), format=".3f")])
-        panels.append(alt.layer(bars, rules).properties(
-            title=title, width=width, height=height))
-    return alt.hconcat(*panels).resolve_scale(x="independent", y="independent")
+        panels.append((title, alt.layer(bars, rules)))
+    return panels
+
+
+def score_distribution_chart(hist: pd.DataFrame, stats: pd.DataFrame, lang: str,
+                             width: int = 370, height: int = 220) -> alt.HConcatChart:
+    """Raw q.k next to the scaled logits, each with its measured std (solid rules at
+    mean +- std) and the std the theory expects (dashed rules at +- expected)."""
+    return alt.hconcat(*[layer.properties(title=title, width=width, height=height)
+                         for title, layer in _score_panels(hist, stats, lang)]
+                       ).resolve_scale(x="independent", y="independent")
+
+
+def score_distribution_panels(hist: pd.DataFrame, stats: pd.DataFrame, lang: str,
+                              height: int = 220) -> Panels:
+    """score_distribution_chart as two panels as wide as their columns (a phone stacks them)."""
+    charts = tuple(fit_width(layer.properties(title=panel_title(title), height=height))
+                   for title, layer in _score_panels(hist, stats, lang))
+    return Panels(charts, 2, score_distribution_chart(hist, stats, lang))
 
 
 # ---- (b) per-query row metrics ---------------------------------------------------------
@@ -111,11 +126,8 @@ def _lookup_expr(labels: dict[str, str]) -> str:
     return f"{json.dumps(labels, ensure_ascii=False)}[datum.value]"
 
 
-def row_metric_chart(frame: pd.DataFrame, tokens: tuple[str, ...], lang: str,
-                     width: int = 380, height: int = 170) -> alt.FacetChart:
-    """One small multiple per metric of the frame (scorestats.row_metric_frame: entropy,
-    effective tokens, max weight, Jacobian norm) against the query position, scaled vs
-    unscaled."""
+def _row_metric_view(frame: pd.DataFrame, tokens: tuple[str, ...], lang: str) -> alt.Chart:
+    """The row metrics' line chart against the query position, without size or facet."""
     n = len(tokens)
     tooltip = [alt.Tooltip("query_token:N", title=_t(lang, "tip_token")),
                alt.Tooltip("query_pos:Q", title=_t(lang, "tip_position")),
@@ -130,18 +142,33 @@ def row_metric_chart(frame: pd.DataFrame, tokens: tuple[str, ...], lang: str,
                               labelLimit=90)),
         y=alt.Y("value:Q", title=None),
         color=_variant_color(lang), tooltip=tooltip)
-    line = base.mark_line(strokeWidth=1.5, point=n <= 64)
-    chart = line.properties(width=width, height=height)
+    return base.mark_line(strokeWidth=1.5, point=n <= 64)
+
+
+def row_metric_chart(frame: pd.DataFrame, tokens: tuple[str, ...], lang: str,
+                     width: int = 380, height: int = 170) -> alt.FacetChart:
+    """One small multiple per metric of the frame (scorestats.row_metric_frame: entropy,
+    effective tokens, max weight, Jacobian norm) against the query position, scaled vs
+    unscaled."""
+    chart = _row_metric_view(frame, tokens, lang).properties(width=width, height=height)
     names = _metric_names(frame)
     return (_small_multiples(chart, names, _metric_labels(lang, names), 2)
             .resolve_scale(y="independent"))
 
 
-def row_metric_hist_chart(bins: pd.DataFrame, lang: str, width: int = 380,
-                          height: int = 180) -> alt.FacetChart:
-    """The same metrics as distributions over all rows (scorestats.row_metric_bins, for long
-    inputs)."""
-    chart = alt.Chart(bins).mark_rect(opacity=0.6).encode(
+def row_metric_panels(frame: pd.DataFrame, tokens: tuple[str, ...], lang: str,
+                      height: int = 170) -> Panels:
+    """row_metric_chart as one panel per metric, two to a row, each as wide as its column."""
+    names = _metric_names(frame)
+    labels = _metric_labels(lang, names)
+    charts = tuple(fit_width(_row_metric_view(frame[frame["metric"] == name], tokens, lang)
+                             .properties(title=panel_title(labels[name]), height=height))
+                   for name in names)
+    return Panels(charts, 2, row_metric_chart(frame, tokens, lang))
+
+
+def _row_metric_hist_view(bins: pd.DataFrame, lang: str) -> alt.Chart:
+    return alt.Chart(bins).mark_rect(opacity=0.6).encode(
         x=alt.X("bin_start:Q", title=None, scale=alt.Scale(nice=False)), x2="bin_end:Q",
         y=alt.Y("count:Q", title=_t(lang, "axis_rows"), stack=None), y2=alt.datum(0),
         color=_variant_color(lang),
@@ -149,10 +176,26 @@ def row_metric_hist_chart(bins: pd.DataFrame, lang: str, width: int = 380,
                  alt.Tooltip("bin_start:Q", title=_t(lang, "tip_from"), format=".3f"),
                  alt.Tooltip("bin_end:Q", title=_t(lang, "tip_to"), format=".3f"),
                  alt.Tooltip("count:Q", title=_t(lang, "tip_count"), format=",")])
-    chart = chart.properties(width=width, height=height)
+
+
+def row_metric_hist_chart(bins: pd.DataFrame, lang: str, width: int = 380,
+                          height: int = 180) -> alt.FacetChart:
+    """The same metrics as distributions over all rows (scorestats.row_metric_bins, for long
+    inputs)."""
+    chart = _row_metric_hist_view(bins, lang).properties(width=width, height=height)
     names = _metric_names(bins)
     return (_small_multiples(chart, names, _metric_labels(lang, names), 2)
             .resolve_scale(x="independent", y="independent"))
+
+
+def row_metric_hist_panels(bins: pd.DataFrame, lang: str, height: int = 180) -> Panels:
+    """row_metric_hist_chart as one panel per metric, two to a row."""
+    names = _metric_names(bins)
+    labels = _metric_labels(lang, names)
+    charts = tuple(fit_width(_row_metric_hist_view(bins[bins["metric"] == name], lang)
+                             .properties(title=panel_title(labels[name]), height=height))
+                   for name in names)
+    return Panels(charts, 2, row_metric_hist_chart(bins, lang))
 
 
 # ---- (c) the d_k sweep ----------------------------------------------------------------
@@ -171,11 +214,10 @@ def sweep_reference(d_ks, temperature: float) -> pd.DataFrame:
                          "value": np.sqrt(d_ks) / temperature})
 
 
-def sweep_chart(sweep: pd.DataFrame, lang: str, *, temperature: float = 1.0,
-                current_dk: int | None = None, width: int = 235,
-                height: int = 170) -> alt.FacetChart:
-    """Six small multiples against d_k on a log2 axis, scaled vs unscaled; the score-std panel
-    carries the sqrt(d_k) reference (dashed) and a vertical rule marks the spec's d_k."""
+def _sweep_view(sweep: pd.DataFrame, lang: str, temperature: float, current_dk: int | None,
+                metric: str | None = None) -> alt.LayerChart:
+    """The d_k sweep's layers over its long table (one metric's rows, or all of them for a
+    facet), without size."""
     long = sweep_long(sweep)
     ref = sweep_reference(sweep["d_k"], temperature)
     ref_label = _t(lang, "ref_sqrt_dk" if temperature == 1.0 else "ref_sqrt_dk_t")
@@ -183,6 +225,8 @@ def sweep_chart(sweep: pd.DataFrame, lang: str, *, temperature: float = 1.0,
     data = pd.concat([long, ref], ignore_index=True)
     data["is_ref"] = data["reference"].notna()
     data["reference"] = data["reference"].fillna("")
+    if metric is not None:
+        data = data[data["metric"] == metric].reset_index(drop=True)
     x = alt.X("d_k:Q", title=_t(lang, "axis_dk"), scale=alt.Scale(type="log", base=2, nice=False),
               axis=alt.Axis(values=[d for d in sorted(set(sweep["d_k"].tolist()))
                                     if math.log2(d) % 2 == 0], format="d"))
@@ -202,10 +246,36 @@ def sweep_chart(sweep: pd.DataFrame, lang: str, *, temperature: float = 1.0,
     if current_dk is not None:
         layers.append(alt.Chart().mark_rule(color="#999999", strokeDash=[2, 2]).encode(
             x=alt.datum(current_dk)))
-    chart = alt.layer(*layers, data=data).properties(width=width, height=height)
+    return alt.layer(*layers, data=data)
+
+
+def _sweep_labels(lang: str, temperature: float) -> dict[str, str]:
     labels = _metric_labels(lang, SWEEP_METRICS)
-    labels["score_std"] = _t(lang, "metric_score_std", ref=ref_label)
-    return _small_multiples(chart, SWEEP_METRICS, labels, 3).resolve_scale(y="independent")
+    labels["score_std"] = _t(lang, "metric_score_std", ref=_t(
+        lang, "ref_sqrt_dk" if temperature == 1.0 else "ref_sqrt_dk_t"))
+    return labels
+
+
+def sweep_chart(sweep: pd.DataFrame, lang: str, *, temperature: float = 1.0,
+                current_dk: int | None = None, width: int = 235,
+                height: int = 170) -> alt.FacetChart:
+    """Six small multiples against d_k on a log2 axis, scaled vs unscaled; the score-std panel
+    carries the sqrt(d_k) reference (dashed) and a vertical rule marks the spec's d_k."""
+    chart = _sweep_view(sweep, lang, temperature, current_dk).properties(width=width,
+                                                                          height=height)
+    return _small_multiples(chart, SWEEP_METRICS, _sweep_labels(lang, temperature),
+                            3).resolve_scale(y="independent")
+
+
+def sweep_panels(sweep: pd.DataFrame, lang: str, *, temperature: float = 1.0,
+                 current_dk: int | None = None, height: int = 170) -> Panels:
+    """sweep_chart as six panels, three to a row, each as wide as its column."""
+    labels = _sweep_labels(lang, temperature)
+    charts = tuple(fit_width(_sweep_view(sweep, lang, temperature, current_dk, metric)
+                             .properties(title=panel_title(labels[metric]), height=height))
+                   for metric in SWEEP_METRICS)
+    return Panels(charts, 3, sweep_chart(sweep, lang, temperature=temperature,
+                                         current_dk=current_dk))
 
 
 # ---- (d) saturation: the gradient that survives ----------------------------------------

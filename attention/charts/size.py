@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 
 import altair as alt
 
@@ -34,6 +35,23 @@ def fit_width(chart):
     """The chart with FIT_SIZE autosizing, as wide as its container (draw it with
     width=FIT_PX or "stretch")."""
     return chart.properties(width="container", autosize=FIT_SIZE, padding=FIT_PADDING)
+
+
+@dataclass(frozen=True)
+class Panels:
+    """A figure of several panels drawn as separate charts, `columns` to a row on a wide
+    screen and one under the other on a phone (Streamlit stacks columns below 640 px): a
+    Vega-Lite concat or facet keeps its panels' widths and ran 500 px past a phone's screen.
+    Every panel is fit_width; `whole` is the same figure as one chart, for the downloads."""
+    charts: tuple
+    columns: int
+    whole: alt.TopLevelMixin
+
+
+def panel_title(text: str):
+    """A panel's title, broken into lines that fit a phone (a list when it needs two)."""
+    lines = title_lines(text)
+    return lines[0] if len(lines) == 1 else lines
 
 
 def _units(text: str) -> int:

@@ -6,12 +6,22 @@ from __future__ import annotations
 import altair as alt
 import streamlit as st
 
+from attention.charts.size import Panels
 from attention.charts.vega import Figure, page_spec
 
 
-def show(chart: alt.TopLevelMixin | Figure, width: str | int | None = None, **kwargs) -> None:
+def show(chart: alt.TopLevelMixin | Figure | Panels, width: str | int | None = None,
+         **kwargs) -> None:
     """Draw an altair chart or a charts.vega.Figure: st.altair_chart without altair's schema
     validation and with stable dataset names. width None: Streamlit's own default (stretch,
     but content for concatenated and faceted charts); kwargs (key, on_select,
-    selection_mode) go to st.vega_lite_chart."""
+    selection_mode) go to st.vega_lite_chart. Panels: each panel as wide as its column, the
+    columns a row at a time, so that a phone stacks them in reading order."""
+    if isinstance(chart, Panels):
+        for start in range(0, len(chart.charts), chart.columns):
+            row = chart.charts[start:start + chart.columns]
+            for column, panel in zip(st.columns(chart.columns, gap="medium"), row):
+                with column:
+                    st.vega_lite_chart(spec=page_spec(panel), width="stretch")
+        return
     st.vega_lite_chart(spec=page_spec(chart), width=width, **kwargs)

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from attention.files import export
+from attention.charts.size import Panels
 from attention.charts.vega import Figure
 from attention.ui.text import t
 
@@ -38,7 +39,10 @@ class ChartFiles:
 
 def chart_buttons(chart: Chartlike | Callable[[], Chartlike], file_name: str, table=None,
                   csv_key: str | None = None, *, key: str | None = None) -> None:
-    """A Download menu under one chart (see download_menu)."""
+    """A Download menu under one chart (see download_menu); Panels: the files of the whole
+    figure."""
+    if isinstance(chart, Panels):
+        chart = chart.whole
     download_menu([ChartFiles(chart, file_name, table, csv_key)], key=key)
 
 

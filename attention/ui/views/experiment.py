@@ -23,6 +23,7 @@ from attention.experiment.store import scaling_seeds
 from attention.experiment.task import SharpeningStudy
 from attention.charts import experiment as charts
 from attention.ui import estimate
+from attention.charts.size import FIT_PX
 from attention.ui.chart import show
 from attention.ui.explain import explanation
 from attention.ui.export import chart_buttons, csv_button
@@ -116,7 +117,7 @@ def _section(title_key: str, caption: str, chart, name: str, conclusion: str) ->
     chart's PNG/SVG buttons."""
     st.subheader(t(title_key))
     st.caption(caption)
-    show(chart, width="content")
+    show(chart, width=FIT_PX)      # a single chart fits the page; panels their columns
     st.info(conclusion, icon=":material/insights:")
     chart_buttons(chart, name)
 
@@ -127,12 +128,12 @@ def draw_sharpening(study: SharpeningStudy) -> None:
     accuracy = sweep.set_index("multiplier")["accuracy"].to_dict()
     eval_size = store.constants()["EVAL_SIZE"]
     _section("sharper.sec_sharpen", t("sharper.sharpen_caption", eval=eval_size),
-             charts.sharpening_chart(sweep, code), "sharpening",
+             charts.sharpening_panels(sweep, code), "sharpening",
              conclusions.sharpening_conclusion(sweep, code))
     _section("sharper.sec_mass", t("sharper.mass_caption"), charts.mass_chart(sweep, code),
              "relevant_mass", conclusions.mass_conclusion(sweep, code))
     _section("sharper.sec_sample", t("sharper.sample_caption"),
-             charts.sample_chart(study.sample, code), "sample_attention",
+             charts.sample_panels(study.sample, code), "sample_attention",
              conclusions.sample_conclusion(study.sample, accuracy, code))
 
 
@@ -140,7 +141,7 @@ def draw_scaling(seed: int, sweep: pd.DataFrame) -> None:
     """Scaled against unscaled training as d_k grows, over three seeds."""
     _section("sharper.sec_scaling",
              t("sharper.scaling_caption", seeds=", ".join(map(str, scaling_seeds(seed)))),
-             charts.scaling_chart(sweep, lang()), "scaling",
+             charts.scaling_panels(sweep, lang()), "scaling",
              conclusions.scaling_conclusion(sweep, lang()))
 
 

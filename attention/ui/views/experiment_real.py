@@ -13,6 +13,7 @@ import streamlit as st
 from attention import config
 from attention.charts import experiment_real as charts
 from attention.conclusions import sweeps as conclusions
+from attention.charts.size import FIT_PX
 from attention.ui.chart import show
 from attention.ui.export import chart_buttons, csv_button
 from attention.ui.state import view_widget
@@ -42,7 +43,7 @@ def _section(title_key: str, caption: str, chart, name: str, finding: str | None
              table=None) -> None:
     st.subheader(t(title_key))
     st.caption(caption)
-    show(chart, width="content")
+    show(chart, width=FIT_PX)
     if finding:
         st.info(finding, icon=":material/insights:")
     chart_buttons(chart, name, table)
@@ -96,9 +97,9 @@ def draw_real_models() -> None:
     st.subheader(t("realsharp.sec_temperature"))
     st.caption(t("realsharp.temperature_caption",
                  texts=int(layers["texts"].max()) if layers is not None else texts))
-    show(charts.tau_chart(g, code), width="content")
+    show(charts.tau_chart(g, code), width=FIT_PX)
     if layers is not None:
-        show(charts.layer_chart(layers, "tau", code), width="content")
+        show(charts.layer_chart(layers, "tau", code), width=FIT_PX)
     else:
         st.caption(t("realsharp.layers_missing"))
     st.info(conclusions.temperature_sentence(g, layers, code), icon=":material/insights:")
@@ -107,9 +108,9 @@ def draw_real_models() -> None:
     st.subheader(t("realsharp.sec_sinks"))
     st.caption(t("realsharp.sinks_caption"))
     show(charts.interval_bars(sinks, code, "d_nll", "d_lo", "d_hi", t("realsharp.axis_dnll")),
-         width="content")
+         width=FIT_PX)
     if layers is not None:
-        show(charts.layer_chart(layers, "sinks", code), width="content")
+        show(charts.layer_chart(layers, "sinks", code), width=FIT_PX)
     st.info(conclusions.sinks_sentence(g, layers, code), icon=":material/insights:")
     with st.expander(t("realsharp.table")):
         for name, frame in summary.items():
@@ -143,8 +144,8 @@ def _draw_heads(tables: dict, code: str) -> None:
         return
     st.caption(t("realsharp.heads_caption", heads=len(per_head),
                  texts=int(per_head["texts"].max())))
-    show(charts.heads_chart(per_head, code), width="content")
-    show(charts.agreement_chart(agree, code), width="content")
+    show(charts.heads_chart(per_head, code), width=FIT_PX)
+    show(charts.agreement_chart(agree, code), width=FIT_PX)
     st.info(conclusions.heads_sentence(agree, per_head, code), icon=":material/insights:")
 
 
@@ -185,11 +186,11 @@ def _draw_sentence_model(code: str) -> None:
     st.subheader(t("realsharp.sec_temperature"))
     st.caption(t("realsharp.pairs_temperature_caption",
                  pairs=int(layers["pairs"].max()) if layers is not None else pairs))
-    show(charts.tau_chart(g, code, charts.ACCURACY), width="content")
+    show(charts.tau_chart(g, code, charts.ACCURACY), width=FIT_PX)
     if layers is not None:
         show(charts.layer_chart(layers, "tau", code,
                                 ("d_acc", "d_acc_lo", "d_acc_hi", "axis_dacc", "pairs")),
-             width="content")
+             width=FIT_PX)
     else:
         st.caption(t("realsharp.layers_missing"))
     st.info(conclusions.pairs_temperature_sentence(g, layers, code), icon=":material/insights:")

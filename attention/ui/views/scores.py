@@ -118,7 +118,7 @@ def draw_distributions(stats: pd.DataFrame, hist: pd.DataFrame) -> None:
     std = stats.set_index("series")
     st.caption(t("scores.scores_caption", count=int(std.loc["raw", "count"]),
                  bins=len(hist) // len(scorestats.SERIES)))
-    chart = charts.score_distribution_chart(hist, stats, lang())
+    chart = charts.score_distribution_panels(hist, stats, lang())
     show(chart)
     chart_buttons(chart, "score_distribution")
 
@@ -129,11 +129,11 @@ def draw_row_metrics(analysis: Analysis, heads: list[int]) -> None:
     st.subheader(t("scores.sec_rows"))
     if analysis.n <= charts.MAX_POSITIONS:
         st.caption(t("scores.rows_caption"))
-        chart = charts.row_metric_chart(scorestats.row_metric_frame(analysis, heads),
-                                        analysis.tokens, lang())
+        chart = charts.row_metric_panels(scorestats.row_metric_frame(analysis, heads),
+                                         analysis.tokens, lang())
     else:
         st.caption(t("scores.rows_hist_caption", n=analysis.n, rows=len(heads) * analysis.n))
-        chart = charts.row_metric_hist_chart(scorestats.row_metric_bins(analysis, heads), lang())
+        chart = charts.row_metric_hist_panels(scorestats.row_metric_bins(analysis, heads), lang())
     show(chart)
     chart_buttons(chart, "row_metrics")
 
@@ -145,7 +145,7 @@ def draw_sweep(spec: AttentionSpec, sweep: pd.DataFrame, d_k: int) -> None:
                  heads=min(spec.heads, SWEEP_MAX_HEADS), d_k=d_k))
     if spec.source == "pretrained":
         st.caption(t("scores.sweep_pretrained"))
-    chart = charts.sweep_chart(sweep, lang(), temperature=spec.temperature, current_dk=d_k)
+    chart = charts.sweep_panels(sweep, lang(), temperature=spec.temperature, current_dk=d_k)
     show(chart)
     chart_buttons(chart, "dk_sweep")
 
