@@ -260,3 +260,22 @@ def test_chart_modules_do_not_import_torch():
               "import attention.charts.scores, attention.charts.model, attention.charts.heatmap\n"
               "import attention.charts.experiment, attention.charts.colors, attention.conclusions.scores\n"
               "assert 'torch' not in sys.modules, 'torch imported by a chart module'\n")
+
+
+def test_a_chart_that_fits_its_column_downloads_at_the_pages_width():
+    """fit_width charts are "container" wide on the page; a file has no container, and
+    vl-convert drew them at its default 300 px. The PNG is FIT_PX wide (times the scale)."""
+    import io
+
+    import altair as alt
+    import pandas as pd
+    from PIL import Image
+
+    from attention.charts.size import FIT_PX, fit_width
+    from attention.files.export import chart_png
+
+    chart = fit_width(alt.Chart(pd.DataFrame({"x": [0, 1], "y": [1, 0]})).mark_line()
+                      .encode(x="x:Q", y="y:Q").properties(height=100))
+    assert chart.to_dict()["width"] == "container"
+    width, _ = Image.open(io.BytesIO(chart_png(chart, scale=1.0))).size
+    assert abs(width - FIT_PX) <= 2

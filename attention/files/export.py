@@ -4,6 +4,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from attention.charts.size import FIT_PX
 from attention.charts.vega import Figure
 
 
@@ -28,7 +29,10 @@ def chart_spec(chart: alt.TopLevelMixin | Figure) -> dict:
     if isinstance(chart, Figure):
         return chart.inline()
     with alt.data_transformers.disable_max_rows():
-        return chart.to_dict()
+        spec = chart.to_dict()
+    if spec.get("width") == "container":     # fit_width: a file has no container; the page's
+        spec["width"] = FIT_PX               # width, not the renderer's default 300 px
+    return spec
 
 
 def chart_png(chart: alt.TopLevelMixin | Figure, scale: float = 2.0) -> bytes:
