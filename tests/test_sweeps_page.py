@@ -11,7 +11,7 @@ import pytest
 
 from attention.conclusions import sweeps as conclusions
 from attention.sweeps import shipped, stats
-from attention.sweeps.settings import settings_of
+from attention.sweeps.settings import LAYER_VARIANTS, settings_of
 
 LAYERS, HEADS = 3, 2
 TAU_EFFECT = {"0.25": 0.9, "0.5": 0.3, "0.75": 0.05, "1.5": -0.02, "2": 0.1, "4": 0.6}
@@ -24,7 +24,7 @@ def synthetic_rows(texts: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     base = rng.normal(3.0, 0.3, texts)
     rows = []
-    for s in settings_of(("global", "layers", "heads"), LAYERS, HEADS):
+    for s in settings_of(("global", "layers", "heads", "layers_rest"), LAYERS, HEADS):
         if s.family == "base":
             effect, sharp = 0.0, 0.65
         elif s.family == "scale":
@@ -94,6 +94,31 @@ def test_temperature_sinks_and_heads_sentences():
     assert "30 texts" in sentence and f"{LAYERS * HEADS} heads" in sentence
 
 
+def test_scale_variants_one_layer_at_a_time():
+    """The layers_rest sweep's sentence: per variant, the layers where the paired interval
+    clears 0, counted here from the frame, and the layer of the largest change."""
+    from attention.charts import experiment_real as charts
+
+    s = _summaries(30)
+    rest = s[(s["layer"] >= 0) & (s["head"] < 0) & (s["family"] == "scale")]
+    assert len(rest) == 3 * LAYERS
+    sentence = conclusions.scale_layers_sentence(rest, "en")
+    for variant, name in (("none", "No scale"), ("inv_d", "1/d"), ("ssmax", "SSMax")):
+        v = rest[rest["variant"] == variant]
+        worse, better = int((v["d_lo"] > 0).sum()), int((v["d_hi"] < 0).sum())
+        top = v.loc[v["d_nll"].abs().idxmax()]
+        assert (f"{name}, one layer at a time: worse in {worse} and better in {better} of {LAYERS} layers; the largest "
+                f"change is in layer {int(top['layer'])} (ΔNLL {top['d_nll']:+.3f}") in sentence
+    assert sentence.count("one layer at a time") == 3
+    few = conclusions.scale_layers_sentence(_summaries(8).query("layer >= 0 and family == 'scale'"), "en")
+    assert "cannot tell" in few
+    chart = charts.layer_chart(rest, "scale", "zh").to_dict()
+    assert "NaN" not in json.dumps(chart)
+    (data,) = [d for d in chart["datasets"].values() if "label" in d[0]]
+    assert {r["label"] for r in data} == {"不缩放", "1/d", "SSMax"}
+    assert sorted(round(r["d_nll"], 6) for r in data) == sorted(round(x, 6) for x in rest["d_nll"])
+
+
 def test_charts_draw_every_number():
     from attention.charts import experiment_real as charts
 
@@ -123,8 +148,10 @@ def shipped_results(tmp_path, monkeypatch):
     monkeypatch.setattr(shipped, "FOLDER", tmp_path)
     texts = load("bundled:en")
     rows = synthetic_rows(30)
+    one_layer = (rows["layer"] >= 0) & (rows["head"] < 0)
+    first = pd.Series(list(zip(rows["family"], rows["variant"]))).isin(LAYER_VARIANTS).to_numpy()
     for sweep, pick in (("global", (rows["layer"] < 0)),
-                        ("layers", (rows["layer"] >= 0) & (rows["head"] < 0)),
+                        ("layers", one_layer & first), ("layers_rest", one_layer & ~first),
                         ("heads", rows["head"] >= 0)):
         part = rows[pick | (rows["family"] == "base")]
         target = shipped.path(config.BUNDLED_LM, "bundled:en", texts, sweep)
@@ -146,7 +173,13 @@ def test_page_shows_the_real_model_section(shipped_results, lang):
     infos = " ".join(i.value for i in at.info)
     assert ("Sinks" if lang == "en" else "汇点") in " ".join(s.value for s in at.subheader)
     assert infos
-    assert len(at.get("vega_lite_chart")) >= 8
+    assert len(at.get("vega_lite_chart")) >= 9
+    # the scale variants one layer at a time (layers_rest): their chart's caption and sentence
+    caption = {"en": "each scale variant in one layer alone", "zh": "每种缩放只用于一层"}[lang]
+    assert any(caption in c.value for c in at.caption)
+    worse = {"en": f"worse in {LAYERS} and better in 0 of {LAYERS} layers",
+             "zh": f"在 {LAYERS} 层中 {LAYERS} 层变差、0 层变好"}[lang]
+    assert sum(worse in i.value for i in at.info) == 1
 
 
 def test_page_without_results_says_so(tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ from attention.i18n import translate
 TRAINED = "#d62728"
 OTHER = "#1f77b4"
 TAU_COLORS = {"0.5": "#ff7f0e", "2": "#1f77b4"}
+SCALE_COLORS = {"none": "#8c564b", "inv_d": "#9467bd", "ssmax": "#2ca02c"}   # per layer
 
 
 def _t(lang: str, key: str, **values) -> str:
@@ -117,19 +118,28 @@ def layer_chart(layers: pd.DataFrame, family: str, lang: str,
                 change: tuple = ("d_nll", "d_lo", "d_hi", "axis_dnll", "texts")) -> alt.LayerChart:
     """The change against the trained model (ΔNLL, or Δ accuracy: `change` = value, low,
     high, axis title key, count) per layer for one family of per-layer settings (colour:
-    τ), with intervals."""
+    τ, or the scale variant; one colour for the sinks), with intervals."""
     value, lo, hi, title, count = change
     data = layers[layers["family"] == family].copy()
-    data["tau"] = data["variant"].where(data["variant"] != "", _t(lang, "set_base"))
+    data["setting"] = [setting_name(r, lang) for _, r in data.iterrows()]
+    data["label"] = [short_name(r, lang) for _, r in data.iterrows()]
+    palette = {"tau": {f"τ={v}": c for v, c in TAU_COLORS.items()},
+               "scale": {_t(lang, f"short_scale_{v}"): c for v, c in SCALE_COLORS.items()}
+               }.get(family)
+    if palette:
+        shown = set(data["label"])
+        palette = {k: c for k, c in palette.items() if k in shown}
+        colour = alt.Color("label:N", title=_t(lang, f"axis_{family}"),
+                           legend=alt.Legend(orient="top"),
+                           scale=alt.Scale(domain=list(palette), range=list(palette.values())))
+        offset = alt.XOffset("label:N")
+    else:
+        colour, offset = alt.Color("label:N", legend=None, scale=alt.Scale(range=[OTHER])), \
+            alt.XOffset()
     x = alt.X("layer:O", title=_t(lang, "axis_layer"))
     y = alt.Y(f"{value}:Q", title=_t(lang, title))
-    colour = alt.Color("tau:N", title=_t(lang, "axis_tau") if family == "tau" else None,
-                       legend=alt.Legend(orient="top") if family == "tau" else None,
-                       scale=alt.Scale(domain=list(TAU_COLORS), range=list(TAU_COLORS.values()))
-                       if family == "tau" else alt.Scale(range=[OTHER]))
-    offset = alt.XOffset("tau:N") if family == "tau" else alt.XOffset()
     base = alt.Chart(data)
-    tips = [_tip("layer:O", lang), alt.Tooltip("tau:N", title=_t(lang, "axis_tau")),
+    tips = [alt.Tooltip("setting:N", title=_t(lang, "axis_setting")),
             _tip(f"{value}:Q", lang, "+.4f"), _tip(f"{lo}:Q", lang, "+.4f"),
             _tip(f"{hi}:Q", lang, "+.4f"), _tip(f"{count}:Q", lang)]
     zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#555", strokeDash=[4, 3]) \

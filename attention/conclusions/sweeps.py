@@ -111,6 +111,27 @@ def sinks_sentence(g: pd.DataFrame, layers: pd.DataFrame | None, lang: str) -> s
     return text
 
 
+def scale_layers_sentence(rest: pd.DataFrame, lang: str) -> str:
+    """The scale variants one layer at a time (the layers_rest sweep): for each, in how many
+    layers it makes the model worse or better (paired interval clear of 0) and its largest
+    change."""
+    per = rest[rest["family"] == "scale"]
+    few = _few(per, lang)
+    if few:
+        return few
+    parts = []
+    for variant in ("none", "inv_d", "ssmax"):
+        v = per[per["variant"] == variant]
+        if not len(v):
+            continue
+        top = v.loc[v["d_nll"].abs().idxmax()]
+        name = short_name(top, lang)
+        parts.append(_t(lang, "scale_layers", name=name[:1].upper() + name[1:],
+                        worse=int((v["d_lo"] > 0).sum()), better=int((v["d_hi"] < 0).sum()),
+                        total=len(v), layer=int(top["layer"]), **_interval(top)))
+    return " ".join(parts)
+
+
 # Of settings with no effect at all, the share whose 95% interval clears 0 by chance alone
 # (two-sided): with many per-layer settings a few clear it with no effect behind them.
 CHANCE = 0.05

@@ -8,6 +8,7 @@ finding.
 """
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from attention import config
@@ -94,6 +95,11 @@ def draw_real_models() -> None:
     _section("realsharp.sec_scale", t("realsharp.scale_caption", reference=reference, texts=texts),
              charts.interval_bars(scales, code, "ppl", "ppl_lo", "ppl_hi",
                                   t("realsharp.axis_ppl"), log=True), "scale_variants", None)
+    rest = summary.get("layers_rest")          # the other variants, one layer at a time
+    if rest is not None and (rest["family"] == "scale").any():
+        st.caption(t("realsharp.scale_layers_caption", texts=int(rest["texts"].max())))
+        show(charts.layer_chart(rest, "scale", code), width=FIT_PX)
+        st.info(conclusions.scale_layers_sentence(rest, code), icon=":material/insights:")
     st.subheader(t("realsharp.sec_temperature"))
     st.caption(t("realsharp.temperature_caption",
                  texts=int(layers["texts"].max()) if layers is not None else texts))
@@ -102,7 +108,8 @@ def draw_real_models() -> None:
         show(charts.layer_chart(layers, "tau", code), width=FIT_PX)
     else:
         st.caption(t("realsharp.layers_missing"))
-    st.info(conclusions.temperature_sentence(g, layers, code), icon=":material/insights:")
+    every_tau = layers if rest is None or layers is None else pd.concat([layers, rest])
+    st.info(conclusions.temperature_sentence(g, every_tau, code), icon=":material/insights:")
     _draw_heads(tables, code)
     sinks = g[g["family"].isin(["base", "sinks"])]
     st.subheader(t("realsharp.sec_sinks"))
