@@ -122,8 +122,9 @@ def layer_chart(layers: pd.DataFrame, family: str, lang: str,
     value, lo, hi, title, count = change
     data = layers[layers["family"] == family].copy()
     data["setting"] = [setting_name(r, lang) for _, r in data.iterrows()]
-    data["label"] = [short_name(r, lang) for _, r in data.iterrows()]
-    palette = {"tau": {f"τ={v}": c for v, c in TAU_COLORS.items()},
+    data["label"] = data["variant"] if family == "tau" else \
+        [short_name(r, lang) for _, r in data.iterrows()]           # under its legend's title
+    palette = {"tau": dict(TAU_COLORS),
                "scale": {_t(lang, f"short_scale_{v}"): c for v, c in SCALE_COLORS.items()}
                }.get(family)
     if palette:
