@@ -38,7 +38,7 @@ def forward_baseline(repeats: int = 200) -> float:
 
     def forward():
         with torch.no_grad():
-            head.run(x)
+            head.predict(x)
 
     return interleaved_medians({"forward": forward}, repeats, warmup=5)["forward"]
 

@@ -189,7 +189,7 @@ def test_argmax_is_one_hot_on_the_cores_top_score(monkeypatch):
     head = ex.trained_head(seed=0)
     x = ex.eval_batch().x[None, :32]                                      # (1, 32, n, f)
     result, v = head.attend(x)
-    logit, weights = head.run(x, task.ARGMAX)
+    logit, weights = head.predict(x, task.ARGMAX)
     top = result.scores[0, :, 0].argmax(-1)                               # (32,)
     assert torch.equal(weights[0].argmax(-1), top)
     assert torch.equal(weights.sum(-1), torch.ones(1, 32))
@@ -219,8 +219,8 @@ def test_importance_is_the_leave_one_out_change(study, monkeypatch):
     x = data.x[1]
     keep = torch.arange(ex.N_TOKENS) != 5
     with torch.no_grad():
-        full, _ = head.run(x[None, None])
-        dropped, _ = head.run(x[keep][None, None])
+        full, _ = head.predict(x[None, None])
+        dropped, _ = head.predict(x[keep][None, None])
     row = frame[(frame["sample"] == 1) & (frame["position"] == 5)].iloc[0]
     assert row["effect"] == pytest.approx(abs(full - dropped).item(), abs=1e-5)
     assert study.importance.groupby("sample")["weight"].sum().to_numpy() == pytest.approx(1.0)

@@ -128,8 +128,8 @@ class Heads(torch.nn.Module):
         v = torch.bmm(flat, self.w_v).view(models, b, -1, D_V)             # (m, b, n, d_v)
         return core.attention(q, k, v, scale=self.scale * multiplier, mask=mask), v
 
-    def run(self, x: torch.Tensor, multiplier: float | str = 1.0,
-            mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def predict(self, x: torch.Tensor, multiplier: float | str = 1.0,
+              mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Output logits (m, b) and attention weights (m, b, n); multiplier may be ARGMAX."""
         result, v = self.attend(x, 1.0 if multiplier == ARGMAX else float(multiplier), mask)
         if multiplier == ARGMAX:
@@ -157,7 +157,7 @@ def train(stacks: Sequence[Heads], steps: int, batch: int,
         y = torch.stack([p.y for p in parts])                               # (m, b)
         # Mean over each model's batch, summed over models: each model gets its own gradient.
         loss = sum(torch.nn.functional.binary_cross_entropy_with_logits(
-            s.run(x)[0], y, reduction="none").mean(-1).sum() for s in stacks)
+            s.predict(x)[0], y, reduction="none").mean(-1).sum() for s in stacks)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -174,7 +174,7 @@ def evaluate(heads: Heads, data: Examples, multiplier: float | str = 1.0) -> lis
     for start in range(0, data.x.shape[0], EVAL_CHUNK):
         chunk = slice(start, start + EVAL_CHUNK)
         x = data.x[chunk].expand(len(heads.seeds), -1, -1, -1)              # (m, c, n, f)
-        logit, weights = heads.run(x, multiplier)                           # (m, c), (m, c, n)
+        logit, weights = heads.predict(x, multiplier)                       # (m, c), (m, c, n)
         sums += torch.stack([
             ((logit > 0).float() == data.y[chunk]).float().sum(-1),
             metrics.max_weight(weights).sum(-1),
@@ -242,7 +242,7 @@ def sample_frame(head: Heads, data: Examples, index: int) -> pd.DataFrame:
     x = data.x[None, index:index + 1]                                   # (1, 1, n, f)
     parts = []
     for m in (1.0, ARGMAX):
-        _, weights = head.run(x, m)                                     # (1, 1, n)
+        _, weights = head.predict(x, m)                                 # (1, 1, n)
         parts.append(pd.DataFrame({
             "multiplier": multiplier_label(m),
             "position": np.arange(N_TOKENS),
@@ -257,12 +257,12 @@ def importance_frame(head: Heads, data: Examples, samples: int) -> pd.DataFrame:
     """Per (sample, token): its attention weight at m = 1 and its leave-one-out effect,
     |output logit - output logit with that token masked out| (the rest re-normalised)."""
     x = data.x[None, :samples]                                          # (1, s, n, f)
-    full, weights = head.run(x)                                         # (1, s), (1, s, n)
+    full, weights = head.predict(x)                                     # (1, s), (1, s, n)
     effect = torch.empty(samples, N_TOKENS)                             # (s, n)
     for j in range(N_TOKENS):
         keep = torch.ones(N_TOKENS, dtype=torch.bool)                   # (n,) broadcast to rows
         keep[j] = False
-        without, _ = head.run(x, 1.0, keep)                             # (1, s)
+        without, _ = head.predict(x, 1.0, keep)                         # (1, s)
         effect[:, j] = (full - without)[0].abs()
     ss, pp = np.meshgrid(np.arange(samples), np.arange(N_TOKENS), indexing="ij")
     return pd.DataFrame({

@@ -3,7 +3,7 @@ computed here except a small corpus run through the same job (local engine).
 
 Folders offered: the shipped results of the bundled corpora on MiniLM (attention/data/corpus/),
 the folders under the deployer's results root (config.policy().results_root, listed by
-config.result_dirs, opened by config.result_dir), and this session's own run (a temporary
+config.result_dirs, opened by config.result_dir), and this session's own job (a temporary
 folder removed when the session ends). The URL keeps cp_folder, cp_stat, cp_layer, cp_head and
 cp_colour."""
 from __future__ import annotations
@@ -29,8 +29,8 @@ from attention.ui.text import lang, message, t
 
 SHIPPED = config.DATA / "corpus"
 SESSION = "session"
-SESSION_KEY = "corpus_page_run"
-RUN_LIMIT = 300
+SESSION_KEY = "corpus_page_job"
+JOB_LIMIT = 300
 STATS = results.COLUMNS
 COLOURS = ("kind", "position", "frequency")
 
@@ -49,9 +49,9 @@ def _options() -> dict[str, Path]:
             continue
         if results.is_result(folder):
             found[f"root:{name}"] = folder
-    run = st.session_state.get(SESSION_KEY)
-    if run is not None and results.is_result(run.folder):
-        found[SESSION] = run.folder
+    job = st.session_state.get(SESSION_KEY)
+    if job is not None and results.is_result(job.folder):
+        found[SESSION] = job.folder
     return found
 
 
@@ -82,10 +82,10 @@ def _stamp(folder: Path) -> float:
 
 
 def draw_corpus_page(spec=None) -> None:
-    """The page; a run from it uses the sidebar's real model (`spec`), else the bundled one."""
+    """The page; a job from it uses the sidebar's real model (`spec`), else the bundled one."""
     st.markdown(t("corpus_page.intro"))
     options = _options()
-    _run_box(spec.model_source if spec is not None and spec.source == "pretrained"
+    _job_box(spec.model_source if spec is not None and spec.source == "pretrained"
              else config.BUNDLED)
     options = _options()
     if not options:
@@ -122,7 +122,7 @@ def _model_name(model: str) -> str:
 
 
 def _corpus_name(key: str, manifest: dict) -> str:
-    """The corpus as the page names it: a bundled corpus by its name, this session's run as
+    """The corpus as the page names it: a bundled corpus by its name, this session's job as
     "your texts", anything else by its file name alone (a public server names no folder of
     its disk)."""
     corpus = str(manifest.get("corpus", "?"))
@@ -223,11 +223,11 @@ def _draw_map(folder: Path, manifest: dict, texts: pd.DataFrame, summary, stamp:
     st.caption(t("corpus_page.map_caption"))
 
 
-RUN_WHAT = ("corpus", "session run")
+JOB_WHAT = ("corpus", "session run")
 # The job's work in units of one plain forward pass per piece: its pieces plus a start-up
 # worth JOB_OVERHEAD pieces (measured on all-MiniLM-L6-v2: 5 texts of 42 pieces took 2.0 s,
 # 30 of 522 took 4.7 s, a forward pass 5-8 ms per piece). It gives a server's first
-# estimate; later ones use the rate of its own last run.
+# estimate; later ones use the rate of its own last job.
 JOB_OVERHEAD = 300
 
 
@@ -242,8 +242,8 @@ def _expected(source: str, model, texts) -> tuple[float, bool, float]:
     return forward_rate(model, texts) * units, True, units
 
 
-class _Run:
-    """This session's own run: a temporary folder removed when the session (this object) goes."""
+class _Job:
+    """This session's own job: a temporary folder removed when the session (this object) goes."""
 
     def __init__(self):
         self.root = Path(tempfile.mkdtemp(prefix="attention-corpus-"))
@@ -251,11 +251,11 @@ class _Run:
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.root), True)
 
 
-def _run_box(source: str) -> None:
-    note = st.empty()              # the run's time: estimated before, measured after
-    estimate.show(note, RUN_WHAT)
+def _job_box(source: str) -> None:
+    note = st.empty()              # the job's time: estimated before, measured after
+    estimate.show(note, JOB_WHAT)
     with st.expander(t("corpus_page.run_title", model=Path(source).name or source)):
-        st.markdown(t("corpus_page.run_help", limit=RUN_LIMIT))
+        st.markdown(t("corpus_page.run_help", limit=JOB_LIMIT))
         raw = st.text_area(t("corpus_page.run_texts"), key="corpus_page_texts", height=140)
         upload = st.file_uploader(t("corpus_page.run_upload"), key="corpus_page_upload",
                                   type=["txt", "csv", "jsonl", "parquet"])
@@ -275,14 +275,14 @@ def _run_box(source: str) -> None:
         old = st.session_state.pop(SESSION_KEY, None)
         if old is not None:
             old._cleanup()
-        run = _Run()
-        corpus = run.root / "corpus.jsonl"
+        job = _Job()
+        corpus = job.root / "corpus.jsonl"
         import json
 
         corpus.write_text("".join(json.dumps({"text": s}, ensure_ascii=False) + "\n"
                                   for s in texts), encoding="utf-8")
         from attention.corpus.compute import Settings
-        from attention.corpus.job import Refused, run as run_job
+        from attention.corpus.job import Refused, do_job
         from attention.models import load_model
 
         model = load_model(source)
@@ -290,20 +290,20 @@ def _run_box(source: str) -> None:
         estimate.before(note, seconds, probed)
         bar = st.progress(0.0, text=t("corpus_page.run_progress", done=0, total=len(texts)))
         try:
-            _, took = estimate.timed(lambda: run_job(
-                source, str(corpus), run.folder, model=model,
+            _, took = estimate.timed(lambda: do_job(
+                source, str(corpus), job.folder, model=model,
                 settings=Settings(batch_size=16),
                 on_progress=lambda d, n: bar.progress(
                     d / n, text=t("corpus_page.run_progress", done=d, total=n))))
         except (Refused, UserError) as err:
             note.empty()
             st.error(t("corpus_page.run_refused") if isinstance(err, Refused) else message(err))
-            run._cleanup()
+            job._cleanup()
             return
         finally:
             bar.empty()
         estimate.RATES.record(("corpus", source), took, units)
-        estimate.after(note, RUN_WHAT, took, seconds)
-        st.session_state[SESSION_KEY] = run
+        estimate.after(note, JOB_WHAT, took, seconds)
+        st.session_state[SESSION_KEY] = job
         st.session_state["view_cp_folder"] = SESSION
         st.query_params["cp_folder"] = SESSION
