@@ -13,7 +13,7 @@ core's `scale` argument, and "argmax" is a hard one-hot built from the core's sc
 
 1. sharpening_sweep: train one head, then sharpen it at test time (m = 0 ... 8, argmax).
 2. scaling_sweep: train with and without 1/sqrt(d_k) for growing d_k.
-3. importance: each token's weight beside its leave-one-out effect on the output.
+3. leave_one_out_frame: each token's weight beside its leave-one-out effect on the output.
 
 Speed: the heads of one sweep are trained side by side, as one stack of independent models
 (a leading "model" dim on every parameter, the summed loss, one Adam over all): each head's
@@ -50,7 +50,7 @@ EVAL_CHUNK = 1024                         # eval samples per forward pass (bound
 
 SHARPEN_DK, SHARPEN_STEPS, SHARPEN_BATCH = 16, 300, 256
 SCALING_DKS, SCALING_STEPS, SCALING_BATCH = (16, 64, 256), 250, 128
-IMPORTANCE_SAMPLES = 64                   # eval samples in the attention-vs-importance view
+LEAVE_ONE_OUT_SAMPLES = 64                # eval samples in the weight-vs-leave-one-out view
 
 
 @dataclass(frozen=True, eq=False)
@@ -198,18 +198,18 @@ def trained_head(seed: int = 0, progress: Progress | None = None) -> Heads:
 
 
 def sharpening_study(seed: int = 0, progress: Progress | None = None) -> SharpeningStudy:
-    """Train one head, then sharpen it at test time; also its sample and importance views."""
+    """Train one head, then sharpen it at test time; also its sample and leave-one-out views."""
     head = trained_head(seed, _part(progress, 0.0, 0.9))
     data = eval_batch()
     sweep = pd.DataFrame([{"multiplier": multiplier_label(m), **evaluate(head, data, m)[0]}
                           for m in (*MULTIPLIERS, ARGMAX)], columns=SWEEP_COLUMNS)
-    importance = importance_frame(head, data, IMPORTANCE_SAMPLES)
-    within = [spearman(g["weight"], g["effect"]) for _, g in importance.groupby("sample")]
+    leave_one_out = leave_one_out_frame(head, data, LEAVE_ONE_OUT_SAMPLES)
+    within = [spearman(g["weight"], g["effect"]) for _, g in leave_one_out.groupby("sample")]
     if progress is not None:
         progress(1.0, "")
     return SharpeningStudy(
-        seed=seed, sweep=sweep, sample=sample_frame(head, data, 0), importance=importance,
-        spearman_pooled=spearman(importance["weight"], importance["effect"]),
+        seed=seed, sweep=sweep, sample=sample_frame(head, data, 0), leave_one_out=leave_one_out,
+        spearman_pooled=spearman(leave_one_out["weight"], leave_one_out["effect"]),
         spearman_within=float(np.nanmean(within)) if not np.isnan(within).all() else math.nan,
     )
 
@@ -253,7 +253,7 @@ def sample_frame(head: Heads, data: Examples, index: int) -> pd.DataFrame:
 
 
 @torch.no_grad()
-def importance_frame(head: Heads, data: Examples, samples: int) -> pd.DataFrame:
+def leave_one_out_frame(head: Heads, data: Examples, samples: int) -> pd.DataFrame:
     """Per (sample, token): its attention weight at m = 1 and its leave-one-out effect,
     |output logit - output logit with that token masked out| (the rest re-normalised)."""
     x = data.x[None, :samples]                                          # (1, s, n, f)
