@@ -174,10 +174,10 @@ def permit(source: str, *, trusted: bool = False) -> str:
     raw = source if isinstance(source, str) else ""
     source = raw.strip()
     if not source:
-        raise UserError("models.unknown_source", source=shown(raw))
+        raise UserError("model.unknown_source", source=shown(raw))
     rules = policy()
     if not trusted and not rules.permits(source):
-        raise UserError("models.not_allowed", source=shown(source),
+        raise UserError("model.not_allowed", source=shown(source),
                         allowed=", ".join(rules.sources), env=ENV_LOCAL)
     return source
 
@@ -231,7 +231,7 @@ def result_dir(name: str) -> Path:
     (not a symlink). UserError otherwise, one sentence for every refused name, whatever the
     disk holds (nothing about it is told), and always when no root is configured."""
     root = policy().results_root
-    refused = UserError("models.result_refused", name=shown(name))
+    refused = UserError("model.result_refused", name=shown(name))
     if root is None or not isinstance(name, str) or not RESULT_NAME.fullmatch(name) \
             or name in (".", "..") or name != name.strip() or Path(name).name != name:
         raise refused

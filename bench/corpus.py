@@ -32,7 +32,7 @@ def _rss_runs(jobs: dict[int, tuple[Path, Path]]) -> dict[int, float]:
     by side (one process's peak does not depend on the other's)."""
     script = ("import resource, sys, torch; torch.set_num_threads(1)\n"
               "from attention.corpus import job\n"
-              "job.run('all-MiniLM-L6-v2', sys.argv[1], sys.argv[2])\n"
+              "job.do_job('all-MiniLM-L6-v2', sys.argv[1], sys.argv[2])\n"
               "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
     procs = {n: subprocess.Popen([sys.executable, "-c", script, str(corpus), str(out)], cwd=ROOT,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -76,12 +76,12 @@ def run(quick: bool = False) -> list[dict]:
             import ray  # noqa: F401
             corpus = _corpus(tmp, 64 if quick else 512)
             t0 = time.perf_counter()
-            job.run("all-MiniLM-L6-v2", str(corpus), tmp / "local", settings=Settings(batch_size=32),
-                    model=model)
+            job.do_job("all-MiniLM-L6-v2", str(corpus), tmp / "local", settings=Settings(batch_size=32),
+                       model=model)
             local = time.perf_counter() - t0
             t0 = time.perf_counter()
-            job.run("all-MiniLM-L6-v2", str(corpus), tmp / "ray", engine="ray",
-                    settings=Settings(batch_size=32), workers=2)
+            job.do_job("all-MiniLM-L6-v2", str(corpus), tmp / "ray", engine="ray",
+                       settings=Settings(batch_size=32), workers=2)
             ray_s = time.perf_counter() - t0
             rows.append(row("Ray, 2 workers, vs local (texts/s, incl. Ray start)", "local engine",
                             local / ray_s, float("inf"), "reported, no target"))

@@ -4,7 +4,7 @@ Baseline: one forward pass of the experiment's head (d_k 16, scaled) on one trai
 256 fresh samples, without gradients, measured in the same run. The sweeps:
 
 - sharpening: train one head for 300 steps of 256, then 7 test-time multipliers on the
-  8192-sample held-out set, plus the sample and the leave-one-out importance view;
+  8192-sample held-out set, plus the sample and the leave-one-out view;
 - scaling: 18 heads (d_k 16/64/256 x scaled/unscaled x 3 seeds), 250 steps of 128 each.
 
 Targets, as ratios: a training step costs a few forward passes (forward, backward, Adam), so
@@ -38,7 +38,7 @@ def forward_baseline(repeats: int = 200) -> float:
 
     def forward():
         with torch.no_grad():
-            head.run(x)
+            head.predict(x)
 
     return interleaved_medians({"forward": forward}, repeats, warmup=5)["forward"]
 

@@ -240,7 +240,7 @@ def test_deep_link_to_proc_self_tells_nothing_of_the_disk(deployer_server, guard
     guarded.goto(f"{deployer_server.url}/{url_path('nav.model')}?source=pretrained&tokens=the+cat"
                  "&model=%2Fproc%2Fself")
     wait_for_app(guarded)
-    sentence = str(UserError("models.not_allowed", source="/proc/self",
+    sentence = str(UserError("model.not_allowed", source="/proc/self",
                              allowed=", ".join(config.BUNDLED_SOURCES), env=config.ENV_LOCAL))
     alert = guarded.locator('[data-testid="stMain"] [data-testid="stAlertContentError"]')
     expect(alert).to_have_count(1, timeout=UI_TIMEOUT)

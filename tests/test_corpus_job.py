@@ -155,8 +155,8 @@ def test_two_thousand_texts_run_in_flat_memory(tiny, tmp_path):
         def mark(done, total):
             gc.collect()
             held.append((done, len(gc.get_objects()), pa.total_allocated_bytes()))
-        job.run({str(tiny['bert'])!r}, {str(corpus)!r}, {str(tmp_path / 'out')!r},
-                settings=Settings(batch_size=25), on_progress=mark)
+        job.do_job({str(tiny['bert'])!r}, {str(corpus)!r}, {str(tmp_path / 'out')!r},
+                   settings=Settings(batch_size=25), on_progress=mark)
         print(json.dumps(held))
     """)
     got = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,

@@ -167,7 +167,7 @@ def test_every_attention_step_uses_core_attention(monkeypatch):
 
     monkeypatch.setattr(core, "attention", counting)
     ex.sharpening_study(seed=0)
-    # 5 training steps + 7 multipliers x 2 eval chunks + the sample and importance passes
+    # 5 training steps + 7 multipliers x 2 eval chunks + the sample and leave-one-out passes
     assert len(calls) >= 5 + 7 * (ex.EVAL_SIZE // ex.EVAL_CHUNK)
 
     def uniform(q, k, v, **kw):
@@ -189,7 +189,7 @@ def test_argmax_is_one_hot_on_the_cores_top_score(monkeypatch):
     head = ex.trained_head(seed=0)
     x = ex.eval_batch().x[None, :32]                                      # (1, 32, n, f)
     result, v = head.attend(x)
-    logit, weights = head.run(x, task.ARGMAX)
+    logit, weights = head.predict(x, task.ARGMAX)
     top = result.scores[0, :, 0].argmax(-1)                               # (32,)
     assert torch.equal(weights[0].argmax(-1), top)
     assert torch.equal(weights.sum(-1), torch.ones(1, 32))
@@ -207,28 +207,28 @@ def test_multiplier_scales_the_logits_through_the_core(monkeypatch):
     assert doubled.scale == pytest.approx(2 / math.sqrt(ex.SHARPEN_DK))
 
 
-# ---- attention vs importance ---------------------------------------------------------------
+# ---- attention vs the leave-one-out effect ------------------------------------------------
 
-def test_importance_is_the_leave_one_out_change(study, monkeypatch):
+def test_effect_is_the_leave_one_out_change(study, monkeypatch):
     short_runs(monkeypatch, steps=5)
     head = ex.trained_head(seed=0)
     data = ex.eval_batch()
-    frame = ex.importance_frame(head, data, 3)
+    frame = ex.leave_one_out_frame(head, data, 3)
     assert len(frame) == 3 * ex.N_TOKENS
     # by hand for sample 1, token 5: drop the token, re-run the head on the other 15
     x = data.x[1]
     keep = torch.arange(ex.N_TOKENS) != 5
     with torch.no_grad():
-        full, _ = head.run(x[None, None])
-        dropped, _ = head.run(x[keep][None, None])
+        full, _ = head.predict(x[None, None])
+        dropped, _ = head.predict(x[keep][None, None])
     row = frame[(frame["sample"] == 1) & (frame["position"] == 5)].iloc[0]
     assert row["effect"] == pytest.approx(abs(full - dropped).item(), abs=1e-5)
-    assert study.importance.groupby("sample")["weight"].sum().to_numpy() == pytest.approx(1.0)
+    assert study.leave_one_out.groupby("sample")["weight"].sum().to_numpy() == pytest.approx(1.0)
 
 
 def test_study_correlations_are_the_frames(study):
-    imp = study.importance
-    assert study.spearman_pooled == pytest.approx(spearman(imp["weight"], imp["effect"]))
+    loo = study.leave_one_out
+    assert study.spearman_pooled == pytest.approx(spearman(loo["weight"], loo["effect"]))
     assert -1 <= study.spearman_within <= 1
     sample = study.sample
     assert set(sample["multiplier"]) == {"1", "argmax"}

@@ -194,11 +194,11 @@ def test_a_page_never_converts_in_its_own_thread(cache, tiny_file):
     with pytest.raises(gguf_source.Pending) as pending:
         M.load_model(str(tiny_file), trusted=True, wait=False)
     job = pending.value.job
-    assert pending.value.key == "models.converting"
+    assert pending.value.key == "model.converting"
     seen.append(job.fraction)
     assert job.done.wait(300) and job.error is None and threading.current_thread().name != "attention-convert"
     seen.append(job.fraction)
-    assert seen == sorted(seen) and job.fraction == 1.0 and job.stage == "models.stage_done"
+    assert seen == sorted(seen) and job.fraction == 1.0 and job.stage == "model.stage_done"
     assert M.load_model(str(tiny_file), trusted=True, wait=False).layers == 2
 
 
@@ -221,7 +221,7 @@ def test_a_truncated_or_corrupted_gguf_gets_a_sentence(cache, tiny_file, tmp_pat
     typed = {"truncated.gguf": bad, "junk.gguf": junk, str(bad): bad, str(long): long}
     for source in typed:
         err = _refusal(M.load_model, source, trusted=True)
-        assert err.key == "models.gguf_unreadable", source
+        assert err.key == "model.gguf_unreadable", source
         for lang in ("en", "zh"):
             message = err.message(lang)
             assert config.shown(source) in message, (source, message)
@@ -236,7 +236,7 @@ def test_a_truncated_or_corrupted_gguf_gets_a_sentence(cache, tiny_file, tmp_pat
 def test_an_architecture_transformers_cannot_read_gets_a_sentence(cache, tmp_path):
     path = tiny_gguf.write(tmp_path / "odd.gguf", arch="tinyarch")
     err = _refusal(M.load_model, str(path), trusted=True)
-    assert err.key == "models.gguf_architecture" and "tinyarch" in str(err)
+    assert err.key == "model.gguf_architecture" and "tinyarch" in str(err)
     assert _leftovers(cache / "models") == []
 
 
@@ -247,7 +247,7 @@ def test_a_cache_that_cannot_be_written_gets_a_sentence(tmp_path, tiny_file, mon
     monkeypatch.delenv(config.ENV_PREBUILT, raising=False)
     convert._HASHES.clear()
     err = _refusal(convert.convert, tiny_file)
-    assert err.key == "models.convert_read_only" and config.ENV_PREBUILT in str(err)
+    assert err.key == "model.convert_read_only" and config.ENV_PREBUILT in str(err)
 
 
 def test_a_full_disk_during_conversion_gets_a_sentence_and_leaves_no_half_file(
@@ -257,30 +257,30 @@ def test_a_full_disk_during_conversion_gets_a_sentence_and_leaves_no_half_file(
         raise OSError(errno.ENOSPC, "No space left on device")
     monkeypatch.setattr(convert, "_save_file", full)
     err = _refusal(convert.convert, tiny_file)
-    assert err.key == "models.convert_disk_full"
+    assert err.key == "model.convert_disk_full"
     assert _leftovers(cache / "models") == [] and convert.converted(tiny_file) is None
 
 
 def test_the_bundled_lm_missing_gets_the_install_sentence(cache, monkeypatch):
     monkeypatch.setattr(convert, "packaged_gguf", lambda: None)
     err = _refusal(M.load_model, config.BUNDLED_LM)
-    assert err.key == "models.lm_missing" and config.BUNDLED_LM_INSTALL in str(err)
+    assert err.key == "model.lm_missing" and config.BUNDLED_LM_INSTALL in str(err)
     assert config.BUNDLED_LM_INSTALL in err.message("zh")
     assert loading._reserved() == config.BUNDLED_PARAMS * 4   # nothing reserved for it then
 
 
 def test_empty_and_too_long_texts_get_a_sentence(cache, tiny_file):
     loaded = M.load_model(str(tiny_file), trusted=True)
-    assert _refusal(loaded.run, "   ").key == "models.empty_text"
+    assert _refusal(loaded.run, "   ").key == "model.empty_text"
     err = _refusal(loaded.run, "the cat " * 80)
-    assert err.key == "models.too_long" and "64" in str(err)
+    assert err.key == "model.too_long" and "64" in str(err)
 
 
 def test_a_shared_server_offers_the_bundled_lm_and_no_gguf_path(cache, tiny_file, monkeypatch):
     monkeypatch.delenv(config.ENV_LOCAL, raising=False)
     monkeypatch.delenv(config.ENV_ALLOWED, raising=False)
     assert config.BUNDLED_LM in config.policy().sources
-    assert _refusal(M.load_model, str(tiny_file)).key == "models.not_allowed"
+    assert _refusal(M.load_model, str(tiny_file)).key == "model.not_allowed"
     monkeypatch.setenv(config.ENV_ALLOWED, str(tiny_file))   # a deployer names the file
     assert M.load_model(str(tiny_file)).layers == 2
 
@@ -288,7 +288,7 @@ def test_a_shared_server_offers_the_bundled_lm_and_no_gguf_path(cache, tiny_file
 def test_too_many_parameters_are_refused_before_converting(cache, tiny_file, monkeypatch):
     monkeypatch.setenv(config.ENV_MAX_PARAMS, "1000")
     err = _refusal(M.load_model, str(tiny_file), trusted=True)
-    assert err.key == "models.too_large" and _leftovers(cache / "models") == []
+    assert err.key == "model.too_large" and _leftovers(cache / "models") == []
 
 
 # ---- the real file (slow) --------------------------------------------------------------------

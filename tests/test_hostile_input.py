@@ -61,7 +61,7 @@ HTML = ["<img src=x onerror=window.__xss=1>", "<script>alert(1)</script>", "<b>b
 MARKDOWN = ["**x**", "_y_", "#", "[a](javascript:alert(1))", "`code`", ">", "---", "|a|b|"]
 LATEX = ["$x$", "$$\\frac{1}{0}$$", "\\(x\\)", "\\begin{align}", "$\\infty$"]
 EXPR = ["it's", "a\\b", '"q"', "datum.value", "${x}", "' + alert(1) + '", "</script>"]
-TOO_LONG_PIECES = {MODEL: "models.too_long"}  # MiniLM reads at most 512 word pieces
+TOO_LONG_PIECES = {MODEL: "model.too_long"}  # MiniLM reads at most 512 word pieces
 
 
 def _han(n: int) -> str:
@@ -151,7 +151,7 @@ CASES = [
     url("url_text_oversized", "errors.tokens_too_many_chars", pages=TEXT_PAGES,
         source="pretrained", text="x" * (MAX_INPUT_CHARS + 1)),
     Case("pretrained_too_long", params={"source": "pretrained", "tokens": _words(600)},
-         refused="models.too_long"),
+         refused="model.too_long"),
     # the importance page removes each piece in turn: refused past its own caps on MiniLM
     # (before any forward pass), while MiniLM itself would read them
     Case("importance_text_over_cap", params={"tokens": _words(100), "imp_corpus": "sidebar"},
@@ -429,7 +429,7 @@ def test_hostile_input_on_the_importance_page(name, model, tiny, monkeypatch):
     case = next(c for c in CASES if c.name == name)
     case = replace(case, params={**case.params, "imp_corpus": "sidebar"})  # the typed text
     if name == "at_token_limit":         # the tiny model reads 64 pieces
-        case = replace(case, page_errors={IMPORTANCE: "models.too_long"})
+        case = replace(case, page_errors={IMPORTANCE: "model.too_long"})
     check(case, IMPORTANCE)
 
 

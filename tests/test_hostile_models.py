@@ -43,25 +43,25 @@ class Case:
 
 
 CASES = [
-    Case("no_folder", "/nonexistent/model-dir", "models.no_folder"),
-    Case("html_name", "<script>alert(1)</script>", "models.no_folder"),
-    Case("not_a_name", "not a model", "models.unknown_source"),
-    Case("hub_id_offline", "someone/not-cached-model", "models.downloads_off"),
-    Case("empty_folder", "@empty", "models.no_config"),
-    Case("config_not_json", "@badjson", "models.no_config"),
-    Case("no_weights", "@noweights", "models.no_weights"),
-    Case("pickle_only", "@pickle", "models.no_weights"),
-    Case("remote_code", "@remote", "models.remote_code"),
-    Case("encoder_decoder", "@encdec", "models.encoder_decoder"),
-    Case("unknown_type", "@unknowntype", "models.unknown_architecture"),
-    Case("no_tokenizer", "@notok", "models.no_tokenizer"),
-    Case("too_large", "@bert", "models.too_large", env={config.ENV_MAX_PARAMS: "1000"}),
-    Case("not_allowed", "@bert", "models.not_allowed", env={config.ENV_ALLOWED: "gpt2"},
+    Case("no_folder", "/nonexistent/model-dir", "model.no_folder"),
+    Case("html_name", "<script>alert(1)</script>", "model.no_folder"),
+    Case("not_a_name", "not a model", "model.unknown_source"),
+    Case("hub_id_offline", "someone/not-cached-model", "model.downloads_off"),
+    Case("empty_folder", "@empty", "model.no_config"),
+    Case("config_not_json", "@badjson", "model.no_config"),
+    Case("no_weights", "@noweights", "model.no_weights"),
+    Case("pickle_only", "@pickle", "model.no_weights"),
+    Case("remote_code", "@remote", "model.remote_code"),
+    Case("encoder_decoder", "@encdec", "model.encoder_decoder"),
+    Case("unknown_type", "@unknowntype", "model.unknown_architecture"),
+    Case("no_tokenizer", "@notok", "model.no_tokenizer"),
+    Case("too_large", "@bert", "model.too_large", env={config.ENV_MAX_PARAMS: "1000"}),
+    Case("not_allowed", "@bert", "model.not_allowed", env={config.ENV_ALLOWED: "gpt2"},
          local=False),
-    Case("text_too_long", "@bert", "models.too_long", text=" ".join(["word"] * 100)),
+    Case("text_too_long", "@bert", "model.too_long", text=" ".join(["word"] * 100)),
     Case("layer_past_the_model", "@bert", warned=("sidebar.model_layer_clamped",),
          params={"layer": "7"}),
-    Case("bad_interventions", "@bert", warned=("errors.iv_item", "models.bad_layer"),
+    Case("bad_interventions", "@bert", warned=("errors.iv_item", "model.bad_layer"),
          params={"iv": "bogus:1:1;ablate:9:0;ablate:0:0"}, pages=(MODEL_PAGE,)),
 ]
 
@@ -182,7 +182,7 @@ def _check_refused(at, typed: str, root: Path) -> str:
     errors = [e.value for e in at.error]
     assert len(errors) == 1, errors
     expected = M.load_model.__globals__["UserError"](
-        "models.not_allowed", source=config.shown(typed),
+        "model.not_allowed", source=config.shown(typed),
         allowed=", ".join(config.BUNDLED_SOURCES), env=config.ENV_LOCAL)
     assert errors[0] == str(expected), (typed, errors[0])
     rest = errors[0].replace(f"'{config.shown(typed)}'", "'…'", 1)
@@ -261,7 +261,7 @@ def test_the_allow_list_is_what_a_shared_server_offers(hostile_root, shared_serv
     for typed in (str(hostile_root / "link"), folder + "/../bert"):
         at = open_page(MODEL_PAGE, source="pretrained", tokens="the cat sat", model=typed)
         errors = [e.value for e in at.error]
-        assert len(errors) == 1 and _template("models.not_allowed").search(errors[0])
+        assert len(errors) == 1 and _template("model.not_allowed").search(errors[0])
         assert f"gpt2, {folder}" in errors[0]          # what it offers, as the deployer wrote
 
 

@@ -237,22 +237,22 @@ def _key(fn, *args, **kwargs) -> str:
 
 
 def test_bad_folders(tmp_path, tiny):
-    assert _key(M.load_model, str(tmp_path / "nope")) == "models.no_folder"
-    assert _key(M.load_model, "./nope") == "models.no_folder"
-    assert _key(M.load_model, "") == "models.unknown_source"
-    assert _key(M.load_model, str(tmp_path)) == "models.no_config"
+    assert _key(M.load_model, str(tmp_path / "nope")) == "model.no_folder"
+    assert _key(M.load_model, "./nope") == "model.no_folder"
+    assert _key(M.load_model, "") == "model.unknown_source"
+    assert _key(M.load_model, str(tmp_path)) == "model.no_config"
     (tmp_path / "config.json").write_text("[1, 2")
-    assert _key(M.load_model, str(tmp_path)) == "models.no_config"
+    assert _key(M.load_model, str(tmp_path)) == "model.no_config"
     no_weights = tmp_path / "no_weights"
     no_weights.mkdir()
     shutil.copy(tiny["llama"] / "config.json", no_weights / "config.json")
     (no_weights / "pytorch_model.bin").write_bytes(b"not loaded")
-    assert _key(M.load_model, str(no_weights)) == "models.no_weights"
+    assert _key(M.load_model, str(no_weights)) == "model.no_weights"
 
 
 def test_remote_code_and_encoder_decoder_are_refused(tmp_path, tiny):
-    for field, key in (("auto_map", "models.remote_code"),
-                       ("is_encoder_decoder", "models.encoder_decoder")):
+    for field, key in (("auto_map", "model.remote_code"),
+                       ("is_encoder_decoder", "model.encoder_decoder")):
         folder = tmp_path / field
         shutil.copytree(tiny["llama"], folder)
         config = json.loads((folder / "config.json").read_text())
@@ -267,7 +267,7 @@ def test_unknown_model_type(tmp_path, tiny):
     config = json.loads((folder / "config.json").read_text())
     config["model_type"] = "no_such_architecture"
     (folder / "config.json").write_text(json.dumps(config))
-    assert _key(M.load_model, str(folder)) == "models.unknown_architecture"
+    assert _key(M.load_model, str(folder)) == "model.unknown_architecture"
 
 
 def test_architectures_the_core_cannot_reproduce(tmp_path):
@@ -276,12 +276,12 @@ def test_architectures_the_core_cannot_reproduce(tmp_path):
     gemma = _save(Gemma2Config(**TINY, num_key_value_heads=2, head_dim=8,
                                attn_logit_softcapping=50.0,
                                architectures=["Gemma2ForCausalLM"]), tmp_path / "gemma2")
-    assert _key(M.load_model, str(gemma)) == "models.unsupported_feature"
+    assert _key(M.load_model, str(gemma)) == "model.unsupported_feature"
     neo = _save(GPTNeoConfig(vocab_size=VOCAB, hidden_size=32, num_layers=2, num_heads=4,
                              attention_types=[[["global", "local"], 1]],
                              max_position_embeddings=64, architectures=["GPTNeoForCausalLM"]),
                 tmp_path / "neo")
-    assert _key(M.load_model, str(neo)) == "models.unsupported"
+    assert _key(M.load_model, str(neo)) == "model.unsupported"
 
 
 def test_size_cap_and_allow_list(tiny, monkeypatch):
@@ -289,22 +289,22 @@ def test_size_cap_and_allow_list(tiny, monkeypatch):
     params = M.load_model(folder).params
     assert 900_000 < params < 1_200_000                              # 30522 x 32 embedding + layers
     monkeypatch.setenv(config.ENV_MAX_PARAMS, str(params - 1))
-    assert _key(M.load_model, folder) == "models.too_large"          # cached model too
-    assert _key(M.load_model, str(tiny["qwen2"])) == "models.too_large"
+    assert _key(M.load_model, folder) == "model.too_large"          # cached model too
+    assert _key(M.load_model, str(tiny["qwen2"])) == "model.too_large"
     monkeypatch.setenv(config.ENV_MAX_PARAMS, "1000")
     loading.clear_kept()
-    assert _key(M.load_model, str(tiny["bert_base"])) == "models.too_large"
+    assert _key(M.load_model, str(tiny["bert_base"])) == "model.too_large"
     assert M.load_model(M.BUNDLED).params > 1000                     # bundled: always allowed
     monkeypatch.delenv(config.ENV_MAX_PARAMS)
     monkeypatch.setenv(config.ENV_ALLOWED, "gpt2, Qwen/Qwen2-0.5B")
     assert M.load_model(folder).params == params                     # local: folders too
     monkeypatch.delenv(config.ENV_LOCAL)                              # a shared server
-    assert _key(M.load_model, folder) == "models.not_allowed"
+    assert _key(M.load_model, folder) == "model.not_allowed"
     assert M.load_model(M.BUNDLED).layers == 6
     assert M.load_model(folder, trusted=True).params == params       # the operator's own call
     monkeypatch.setenv(config.ENV_ALLOWED, f"gpt2, {folder}")        # a folder the deployer lists
     assert M.load_model(folder).params == params
-    assert _key(M.load_model, str(tiny["qwen2"])) == "models.not_allowed"
+    assert _key(M.load_model, str(tiny["qwen2"])) == "model.not_allowed"
 
 
 def test_hub_id_without_downloads_never_touches_the_network(monkeypatch):
@@ -315,22 +315,22 @@ def test_hub_id_without_downloads_never_touches_the_network(monkeypatch):
 
     monkeypatch.setattr(socket, "create_connection", no_network)
     monkeypatch.setattr(socket.socket, "connect", no_network)
-    assert _key(M.load_model, "someone/not-cached-model-xyz") == "models.downloads_off"
-    assert _key(M.load_model, "not!a model") == "models.unknown_source"
-    assert _key(M.load_model, "a/b/c") == "models.no_folder"
+    assert _key(M.load_model, "someone/not-cached-model-xyz") == "model.downloads_off"
+    assert _key(M.load_model, "not!a model") == "model.unknown_source"
+    assert _key(M.load_model, "a/b/c") == "model.no_folder"
 
 
 def test_bad_text_and_interventions(tiny):
     m = M.load_model(str(tiny["llama"]))
-    assert _key(m.run, "   ") == "models.empty_text"
-    assert _key(m.run, "word " * 100) == "models.too_long"
-    assert _key(m.run, TEXT, [M.Intervention("ablate", layer=2)]) == "models.bad_layer"
-    assert _key(m.run, TEXT, [M.Intervention("ablate", layer=-1)]) == "models.bad_layer"
-    assert _key(m.run, TEXT, [M.Intervention("ablate", head=4)]) == "models.bad_head"
-    assert _key(M.Intervention, "melt") == "models.bad_kind"
-    assert _key(M.Intervention, "temperature") == "models.bad_temperature"
-    assert _key(M.Intervention, "temperature", value=0.0) == "models.bad_temperature"
-    assert _key(M.Intervention, "temperature", value=float("nan")) == "models.bad_temperature"
+    assert _key(m.run, "   ") == "model.empty_text"
+    assert _key(m.run, "word " * 100) == "model.too_long"
+    assert _key(m.run, TEXT, [M.Intervention("ablate", layer=2)]) == "model.bad_layer"
+    assert _key(m.run, TEXT, [M.Intervention("ablate", layer=-1)]) == "model.bad_layer"
+    assert _key(m.run, TEXT, [M.Intervention("ablate", head=4)]) == "model.bad_head"
+    assert _key(M.Intervention, "melt") == "model.bad_kind"
+    assert _key(M.Intervention, "temperature") == "model.bad_temperature"
+    assert _key(M.Intervention, "temperature", value=0.0) == "model.bad_temperature"
+    assert _key(M.Intervention, "temperature", value=float("nan")) == "model.bad_temperature"
     with pytest.raises(UserError) as err:
         m.run("word " * 100)
     assert err.value.values == {"pieces": 102, "limit": 64, "name": "llama"}

@@ -111,7 +111,7 @@ def test_a_run_says_its_time_and_the_page_names_no_folder(monkeypatch):
     assert translate("en", "estimate.after", time=estimate.duration(took),
                      estimate=estimate.duration(guess)) in captions
     assert estimate.RATES.rate(("corpus", config.BUNDLED)) > 0       # kept for the next run
-    assert any(translate("en", "corpus_page.corpus_session") in c for c in captions)
+    assert any(translate("en", "corpus.corpus_session") in c for c in captions)
     _no_path(at)
 
 

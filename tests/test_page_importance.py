@@ -133,7 +133,7 @@ def test_a_stored_view_loads_no_model_and_a_refused_one_reads_nothing(record, mo
     monkeypatch.setattr(store, "results", no_load)
     page = _open("en", monkeypatch)
     assert not page.exception
-    want = str(UserError("models.not_allowed", source=config.shown("/etc"),
+    want = str(UserError("model.not_allowed", source=config.shown("/etc"),
                          allowed=", ".join(config.policy().sources), env=config.ENV_LOCAL))
     assert [e.value for e in page.error] == [want]
 

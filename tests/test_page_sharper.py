@@ -67,7 +67,7 @@ def test_runs_without_exception_and_reads_the_seed(page):
 # below them (tests/test_sweeps_page.py) adds its own. Three figures are two panels each,
 # drawn as two charts side by side (stacked on a phone): the charts' places on the page.
 TOY_INFOS = 5
-SHARPENING, MASS, SAMPLE, IMPORTANCE, SCALING = (0, 1), (2,), (3, 4), (5,), (6, 7)
+SHARPENING, MASS, SAMPLE, LEAVE_ONE_OUT, SCALING = (0, 1), (2,), (3, 4), (5,), (6, 7)
 TOY_CHARTS = 8
 
 
@@ -90,7 +90,7 @@ def test_sharpening_charts_show_the_sweep(page, expected):
         pd.testing.assert_frame_equal(drawn, study.sweep[cols], check_dtype=False)
 
 
-def test_sample_and_importance_charts_show_the_study(page, expected):
+def test_sample_and_leave_one_out_charts_show_the_study(page, expected):
     study, _ = expected
     got = charts(page)
     sample = pd.concat([f for i in SAMPLE for f in got[i][1] if "weight" in f.columns],
@@ -98,8 +98,8 @@ def test_sample_and_importance_charts_show_the_study(page, expected):
     cols = ["multiplier", "position", "relevant", "weight"]
     pd.testing.assert_frame_equal(sample[cols], study.sample[cols], check_dtype=False)
     cols = ["sample", "position", "relevant", "weight", "effect"]
-    drawn = frame_with(got[IMPORTANCE[0]][1], *cols)[cols]   # importance: after the sample
-    pd.testing.assert_frame_equal(drawn, study.importance[cols], check_dtype=False)
+    drawn = frame_with(got[LEAVE_ONE_OUT[0]][1], *cols)[cols]   # leave-one-out: after the sample
+    pd.testing.assert_frame_equal(drawn, study.leave_one_out[cols], check_dtype=False)
 
 
 def test_scaling_chart_shows_the_sweep(page, expected):

@@ -98,7 +98,7 @@ def test_a_refused_source_is_decided_on_the_string_alone(monkeypatch):
     probes = ("/proc/self", "~", "bert-base-uncased", "a\x00b", "x" * 1000)
     for probe in probes:
         err = _refusal(M.load_model, probe)
-        assert err.key == "models.not_allowed" and err.values["source"] == shown(probe)
+        assert err.key == "model.not_allowed" and err.values["source"] == shown(probe)
     assert not [p for p in touched if p in probes or p.endswith(("self", "~", "uncased"))]
 
 
@@ -132,7 +132,7 @@ def test_result_dir_refuses_every_other_name_with_one_sentence(results):
     sentences = set()
     for name in REFUSED_NAMES:
         err = _refusal(config.result_dir, name)
-        assert err.key == "models.result_refused"
+        assert err.key == "model.result_refused"
         text = str(err)
         assert f"'{shown(name)}'" in text
         sentences.add(text.replace(f"'{shown(name)}'", "'…'", 1))
@@ -143,7 +143,7 @@ def test_result_dir_refuses_every_other_name_with_one_sentence(results):
 def test_no_result_folder_without_a_root(results, monkeypatch):
     monkeypatch.delenv(config.ENV_RESULTS)
     assert config.result_dirs() == []
-    assert _refusal(config.result_dir, "run1").key == "models.result_refused"
+    assert _refusal(config.result_dir, "run1").key == "model.result_refused"
 
 
 # ---- the memory cap on loaded models ----------------------------------------------------------
@@ -213,7 +213,7 @@ def test_a_second_model_is_refused_while_the_first_is_in_use(two, monkeypatch):
                        str(BUNDLED_BYTES + _held_elsewhere() + 4 * max(sizes.values()) + 1000))
     held = M.load_model(str(two["gpt2"]))
     err = _refusal(M.load_model, str(two["llama"]))
-    assert err.key == "models.memory_busy", str(err)
+    assert err.key == "model.memory_busy", str(err)
     assert f"'{two['llama']}'" in str(err) and "MB" in str(err)
     assert held.run("the cat").weights.shape[0] == 2      # the first still works
     del held
@@ -228,11 +228,11 @@ def test_a_model_that_cannot_fit_even_alone_is_refused_before_its_weights_are_re
     monkeypatch.setenv(config.ENV_MODEL_MEMORY, str(BUNDLED_BYTES + 4 * sizes["gpt2"] - 1))
     for name in ("gpt2", "garbage"):          # garbage weights: never read, same sentence
         err = _refusal(M.load_model, str(two[name]))
-        assert err.key == "models.memory_alone", str(err)
+        assert err.key == "model.memory_alone", str(err)
         assert err.values["need"] == -(-4 * sizes["gpt2"] // 10**6)
     assert loading.kept() == ()
     monkeypatch.setenv(config.ENV_MODEL_MEMORY, "1G")
-    assert _refusal(M.load_model, str(two["garbage"])).key == "models.load_failed"
+    assert _refusal(M.load_model, str(two["garbage"])).key == "model.load_failed"
 
 
 def test_the_default_cap_keeps_model_memory_within_one_and_a_half_gigabytes():

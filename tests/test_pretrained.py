@@ -104,7 +104,7 @@ def test_layer_qkv_shapes_and_values(model):
             assert torch.allclose(got, ref, atol=1e-6)
     with pytest.raises(UserError) as err:
         runs.layer_inputs(BUNDLED, text, 6)
-    assert err.value.key == "models.bad_layer"
+    assert err.value.key == "model.bad_layer"
 
 
 def test_value_vectors_match_the_attention_output_dense(model):
@@ -131,7 +131,7 @@ def test_value_vectors_match_the_attention_output_dense(model):
 def test_too_long_text_is_a_user_error(model):
     with pytest.raises(UserError) as err:
         runs.run(BUNDLED, "word " * 600)
-    assert err.value.key == "models.too_long"
+    assert err.value.key == "model.too_long"
     assert err.value.values == {"pieces": 602, "limit": 512, "name": BUNDLED}
     assert "602" in str(err.value) and "512" in str(err.value)
 

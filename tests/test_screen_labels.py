@@ -43,7 +43,7 @@ def test_no_raw_id_on_screen(path, view, lang):
     bad = sorted({(s.kind, s.text) for s in shown if raw(s, lang)})
     assert not bad, f"raw ids on {path} ({lang}): {bad}"
     if path == "pages/6_Corpus.py":
-        header = translate(lang, "corpus_page.pattern")
+        header = translate(lang, "corpus.pattern")
         table = at.dataframe[-1].value
         names = {translate(lang, f"model.col_{p}") for p in SHARES}
         assert set(table[header]) <= names and not set(table[header]) & set(SHARES)

@@ -202,8 +202,8 @@ def test_job_in_shards_equals_the_job_whole(tiny, tmp_path):  # noqa: F811
     frames = []
     for size in (2, 8):
         out = tmp_path / f"run{size}"
-        job.run(str(tiny["llama"]), str(corpus), out,
-                settings=Settings(what=("nll",), batch_size=size, sweeps=("global", "heads")))
+        job.do_job(str(tiny["llama"]), str(corpus), out,
+                   settings=Settings(what=("nll",), batch_size=size, sweeps=("global", "heads")))
         frames.append(read_table(out, "nll").sort_values(
             ["text_id", "family", "variant", "layer", "head"], ignore_index=True))
         assert sorted(frames[-1].text_id.unique()) == list(range(len(TEXTS) + 1))
@@ -217,10 +217,10 @@ def test_job_refusals(tiny, tmp_path):  # noqa: F811
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
     with pytest.raises(job.Refused, match="--sweeps"):
-        job.run(str(tiny["llama"]), str(corpus), tmp_path / "a",
-                settings=Settings(what=("nll",), sweeps=("everything",)))
+        job.do_job(str(tiny["llama"]), str(corpus), tmp_path / "a",
+                   settings=Settings(what=("nll",), sweeps=("everything",)))
     with pytest.raises(job.Refused, match="causal"):
-        job.run(str(tiny["bert"]), str(corpus), tmp_path / "b", settings=Settings(what=("nll",)))
+        job.do_job(str(tiny["bert"]), str(corpus), tmp_path / "b", settings=Settings(what=("nll",)))
 
 
 def test_summary_bootstrap_against_a_hand_computation():

@@ -223,10 +223,10 @@ def sample_panels(sample: pd.DataFrame, lang: str, height: int = 200) -> Panels:
     return Panels(_sample_views(sample, lang, None, height), 2, sample_chart(sample, lang))
 
 
-def importance_chart(importance: pd.DataFrame, lang: str, height: int = 320) -> alt.Chart:
+def leave_one_out_chart(leave_one_out: pd.DataFrame, lang: str, height: int = 320) -> alt.Chart:
     """Each token's attention weight against its leave-one-out effect on the output; as wide
     as the page gives it (draw it with width=FIT_PX)."""
-    data, color = _relevance(importance, lang)
+    data, color = _relevance(leave_one_out, lang)
     chart = alt.Chart(data).mark_circle(size=28, opacity=0.6).encode(
         x=alt.X("weight:Q", title=_t(lang, "axis_weight")),
         y=alt.Y("effect:Q", title=_t(lang, "axis_effect")),

@@ -137,18 +137,19 @@ def sample_conclusion(sample: pd.DataFrame, accuracy: dict[str, float], lang: st
               acc_one=accuracy[multiplier_label(1.0)], acc_sharp=accuracy[ARGMAX])
 
 
-def top_agreement(importance: pd.DataFrame) -> float:
+def top_agreement(leave_one_out: pd.DataFrame) -> float:
     """Share of samples whose most-attended token is also the one with the largest effect."""
-    by_sample = importance.groupby("sample")
-    top_w = importance.loc[by_sample["weight"].idxmax(), ["sample", "position"]]
-    top_e = importance.loc[by_sample["effect"].idxmax(), ["sample", "position"]]
+    by_sample = leave_one_out.groupby("sample")
+    top_w = leave_one_out.loc[by_sample["weight"].idxmax(), ["sample", "position"]]
+    top_e = leave_one_out.loc[by_sample["effect"].idxmax(), ["sample", "position"]]
     return float((top_w["position"].to_numpy() == top_e["position"].to_numpy()).mean())
 
 
-def importance_conclusion(importance: pd.DataFrame, pooled: float, within: float,
-                          lang: str) -> str:
-    """Rank correlation, and how often the most-attended token is the most important one."""
-    top = top_agreement(importance)
+def leave_one_out_conclusion(leave_one_out: pd.DataFrame, pooled: float, within: float,
+                             lang: str) -> str:
+    """Rank correlation, and how often the most-attended token is the one whose removal
+    changes the output most."""
+    top = top_agreement(leave_one_out)
     return _sharper(lang, "importance_strong" if top >= STRONG_AGREEMENT else "importance",
-              points=len(importance), samples=importance["sample"].nunique(), pooled=pooled,
+              points=len(leave_one_out), samples=leave_one_out["sample"].nunique(), pooled=pooled,
               within=within, top=top, miss=1.0 - top)

@@ -61,7 +61,7 @@ def main(argv=None) -> int:
 
     try:
         if args.command == "run":
-            return _run(args)
+            return _job(args)
         if args.command == "ship":
             return _ship(args)
         return _embed(args)
@@ -70,19 +70,19 @@ def main(argv=None) -> int:
         return 2
 
 
-def _run(args) -> int:
+def _job(args) -> int:
     from attention.corpus.compute import Settings
-    from attention.corpus.job import run
+    from attention.corpus.job import do_job
 
     what = tuple(w.strip() for w in args.what.split(",") if w.strip())
     if args.address and args.engine != "ray":
         sys.stderr.write("--address joins a Ray cluster: add --engine ray.\n")
         return 2
-    out = run(args.model, args.corpus, args.out, engine=args.engine, address=args.address,
-              settings=Settings(what=what, batch_size=args.batch_size, sample=args.sample,
-                                sweeps=tuple(w.strip() for w in args.sweeps.split(",") if w.strip()),
-                                limit=args.limit),
-              progress=not args.quiet, workers=args.workers)
+    out = do_job(args.model, args.corpus, args.out, engine=args.engine, address=args.address,
+                 settings=Settings(what=what, batch_size=args.batch_size, sample=args.sample,
+                                   sweeps=tuple(w.strip() for w in args.sweeps.split(",") if w.strip()),
+                                   limit=args.limit),
+                 progress=not args.quiet, workers=args.workers)
     if not args.quiet:
         print(f"Wrote {out}")
     return 0

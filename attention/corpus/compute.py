@@ -231,7 +231,7 @@ def _nll(model, first_id: int, groups: list[Group], errors: list[str], settings:
     for group in groups:
         for i, piece_ids in zip(group.index, group.ids):
             if len(piece_ids) < 2:
-                errors[i] = UserError("models.too_short").message("en")
+                errors[i] = UserError("model.too_short").message("en")
             else:
                 ids.append(first_id + i)
                 rows.append(piece_ids)

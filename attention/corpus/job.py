@@ -1,6 +1,6 @@
 """The corpus job: a corpus through a model into Parquet shards and a manifest, resumable.
 
-    run(model, corpus, out, engine="local", address=None, settings=Settings()) -> Path
+    do_job(model, corpus, out, engine="local", address=None, settings=Settings()) -> Path
 
 Layout of `out`:
     manifest.json            model, corpus digest, settings, code version, shards done
@@ -102,11 +102,11 @@ class ProgressBar:
             self.bar.close()
 
 
-def run(model_source: str, corpus_source: str, out, *, engine: str = "local",
-        address: str | None = None, settings: Settings = Settings(), progress: bool = False,
-        on_progress: Callable[[int, int], None] | None = None, workers: int = 2,
-        model=None) -> Path:
-    """Run (or resume) the job; the output folder. Refused for anything a user got wrong.
+def do_job(model_source: str, corpus_source: str, out, *, engine: str = "local",
+           address: str | None = None, settings: Settings = Settings(), progress: bool = False,
+           on_progress: Callable[[int, int], None] | None = None, workers: int = 2,
+           model=None) -> Path:
+    """Do (or resume) the job; the output folder. Refused for anything a user got wrong.
     model: an already loaded model for the local engine (the page's), else loaded here."""
     from attention.corpus import engines
 

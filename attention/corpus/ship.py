@@ -18,7 +18,7 @@ def ship(model_source: str, corpus: str, work: Path, sweeps, *, engine: str = "l
          address: str | None = None, workers: int = 2, now: bool = False,
          progress: bool = True) -> list[Path]:
     from attention.corpus.compute import Settings
-    from attention.corpus.job import run
+    from attention.corpus.job import do_job
     from attention.corpus.results import read_table
     from attention.corpus.shards import load_model_for_job
     from attention.sweeps import shipped
@@ -32,10 +32,10 @@ def ship(model_source: str, corpus: str, work: Path, sweeps, *, engine: str = "l
         limit = shipped.PLAN[sweep]
         out = Path(work) / f"{shipped.slug(model.name)}-{shipped.slug(corpus)}-{sweep}"
         if not now:
-            run(model_source, corpus, out, engine=engine, address=address, workers=workers,
-                model=model if engine == "local" else None, progress=progress,
-                settings=Settings(what=("nll",), batch_size=SHARD[sweep], sweeps=(sweep,),
-                                  limit=limit))
+            do_job(model_source, corpus, out, engine=engine, address=address, workers=workers,
+                   model=model if engine == "local" else None, progress=progress,
+                   settings=Settings(what=("nll",), batch_size=SHARD[sweep], sweeps=(sweep,),
+                                     limit=limit))
         rows = read_table(out, "nll")
         if not len(rows):
             continue

@@ -26,7 +26,7 @@ __all__ = ["sharpening_study", "sharpening_sweep", "scaling_sweep", "SharpeningS
 
 
 def sharpening_study(seed: int = 0, progress: Progress | None = None) -> SharpeningStudy:
-    """training.sharpening_study: one head trained, sharpened, its sample and importance."""
+    """training.sharpening_study: one head trained, sharpened, its sample and leave-one-out effects."""
     from attention.experiment import training
 
     return training.sharpening_study(seed, progress)

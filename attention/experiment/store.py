@@ -89,7 +89,7 @@ def _study_record(seed: int, progress: Progress | None = None) -> diskcache.Reco
 
     s = training.sharpening_study(seed, progress)
     return diskcache.Record(
-        frames={"sweep": s.sweep, "sample": s.sample, "importance": s.importance},
+        frames={"sweep": s.sweep, "sample": s.sample, "leave_one_out": s.leave_one_out},
         values={"seed": s.seed, "spearman_pooled": s.spearman_pooled,
                 "spearman_within": s.spearman_within})
 
@@ -114,7 +114,7 @@ def sharpening_study(seed: int = 0, progress: Progress | None = None) -> Sharpen
                                        lambda: _study_record(seed, progress), shipped=SHIPPED)
     frames, values = record.frames, record.values
     return SharpeningStudy(seed=int(values["seed"]), sweep=frames["sweep"],
-                           sample=frames["sample"], importance=frames["importance"],
+                           sample=frames["sample"], leave_one_out=frames["leave_one_out"],
                            spearman_pooled=float(values["spearman_pooled"]),
                            spearman_within=float(values["spearman_within"]))
 

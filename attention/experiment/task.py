@@ -28,7 +28,7 @@ class SharpeningStudy:
     seed: int
     sweep: pd.DataFrame        # one row per multiplier
     sample: pd.DataFrame       # one eval sample's weights at m = 1 and at argmax
-    importance: pd.DataFrame   # weight and leave-one-out effect per (sample, token)
+    leave_one_out: pd.DataFrame  # weight and leave-one-out effect per (sample, token)
     spearman_pooled: float     # rank correlation over all (sample, token) pairs
     spearman_within: float     # mean rank correlation inside one sample
 

@@ -13,7 +13,7 @@ core's `scale` argument, and "argmax" is a hard one-hot built from the core's sc
 
 1. sharpening_sweep: train one head, then sharpen it at test time (m = 0 ... 8, argmax).
 2. scaling_sweep: train with and without 1/sqrt(d_k) for growing d_k.
-3. importance: each token's weight beside its leave-one-out effect on the output.
+3. leave_one_out_frame: each token's weight beside its leave-one-out effect on the output.
 
 Speed: the heads of one sweep are trained side by side, as one stack of independent models
 (a leading "model" dim on every parameter, the summed loss, one Adam over all): each head's
@@ -50,7 +50,7 @@ EVAL_CHUNK = 1024                         # eval samples per forward pass (bound
 
 SHARPEN_DK, SHARPEN_STEPS, SHARPEN_BATCH = 16, 300, 256
 SCALING_DKS, SCALING_STEPS, SCALING_BATCH = (16, 64, 256), 250, 128
-IMPORTANCE_SAMPLES = 64                   # eval samples in the attention-vs-importance view
+LEAVE_ONE_OUT_SAMPLES = 64                # eval samples in the weight-vs-leave-one-out view
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,8 +128,8 @@ class Heads(torch.nn.Module):
         v = torch.bmm(flat, self.w_v).view(models, b, -1, D_V)             # (m, b, n, d_v)
         return core.attention(q, k, v, scale=self.scale * multiplier, mask=mask), v
 
-    def run(self, x: torch.Tensor, multiplier: float | str = 1.0,
-            mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def predict(self, x: torch.Tensor, multiplier: float | str = 1.0,
+              mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Output logits (m, b) and attention weights (m, b, n); multiplier may be ARGMAX."""
         result, v = self.attend(x, 1.0 if multiplier == ARGMAX else float(multiplier), mask)
         if multiplier == ARGMAX:
@@ -157,7 +157,7 @@ def train(stacks: Sequence[Heads], steps: int, batch: int,
         y = torch.stack([p.y for p in parts])                               # (m, b)
         # Mean over each model's batch, summed over models: each model gets its own gradient.
         loss = sum(torch.nn.functional.binary_cross_entropy_with_logits(
-            s.run(x)[0], y, reduction="none").mean(-1).sum() for s in stacks)
+            s.predict(x)[0], y, reduction="none").mean(-1).sum() for s in stacks)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -174,7 +174,7 @@ def evaluate(heads: Heads, data: Examples, multiplier: float | str = 1.0) -> lis
     for start in range(0, data.x.shape[0], EVAL_CHUNK):
         chunk = slice(start, start + EVAL_CHUNK)
         x = data.x[chunk].expand(len(heads.seeds), -1, -1, -1)              # (m, c, n, f)
-        logit, weights = heads.run(x, multiplier)                           # (m, c), (m, c, n)
+        logit, weights = heads.predict(x, multiplier)                       # (m, c), (m, c, n)
         sums += torch.stack([
             ((logit > 0).float() == data.y[chunk]).float().sum(-1),
             metrics.max_weight(weights).sum(-1),
@@ -198,18 +198,18 @@ def trained_head(seed: int = 0, progress: Progress | None = None) -> Heads:
 
 
 def sharpening_study(seed: int = 0, progress: Progress | None = None) -> SharpeningStudy:
-    """Train one head, then sharpen it at test time; also its sample and importance views."""
+    """Train one head, then sharpen it at test time; also its sample and leave-one-out views."""
     head = trained_head(seed, _part(progress, 0.0, 0.9))
     data = eval_batch()
     sweep = pd.DataFrame([{"multiplier": multiplier_label(m), **evaluate(head, data, m)[0]}
                           for m in (*MULTIPLIERS, ARGMAX)], columns=SWEEP_COLUMNS)
-    importance = importance_frame(head, data, IMPORTANCE_SAMPLES)
-    within = [spearman(g["weight"], g["effect"]) for _, g in importance.groupby("sample")]
+    leave_one_out = leave_one_out_frame(head, data, LEAVE_ONE_OUT_SAMPLES)
+    within = [spearman(g["weight"], g["effect"]) for _, g in leave_one_out.groupby("sample")]
     if progress is not None:
         progress(1.0, "")
     return SharpeningStudy(
-        seed=seed, sweep=sweep, sample=sample_frame(head, data, 0), importance=importance,
-        spearman_pooled=spearman(importance["weight"], importance["effect"]),
+        seed=seed, sweep=sweep, sample=sample_frame(head, data, 0), leave_one_out=leave_one_out,
+        spearman_pooled=spearman(leave_one_out["weight"], leave_one_out["effect"]),
         spearman_within=float(np.nanmean(within)) if not np.isnan(within).all() else math.nan,
     )
 
@@ -242,7 +242,7 @@ def sample_frame(head: Heads, data: Examples, index: int) -> pd.DataFrame:
     x = data.x[None, index:index + 1]                                   # (1, 1, n, f)
     parts = []
     for m in (1.0, ARGMAX):
-        _, weights = head.run(x, m)                                     # (1, 1, n)
+        _, weights = head.predict(x, m)                                 # (1, 1, n)
         parts.append(pd.DataFrame({
             "multiplier": multiplier_label(m),
             "position": np.arange(N_TOKENS),
@@ -253,16 +253,16 @@ def sample_frame(head: Heads, data: Examples, index: int) -> pd.DataFrame:
 
 
 @torch.no_grad()
-def importance_frame(head: Heads, data: Examples, samples: int) -> pd.DataFrame:
+def leave_one_out_frame(head: Heads, data: Examples, samples: int) -> pd.DataFrame:
     """Per (sample, token): its attention weight at m = 1 and its leave-one-out effect,
     |output logit - output logit with that token masked out| (the rest re-normalised)."""
     x = data.x[None, :samples]                                          # (1, s, n, f)
-    full, weights = head.run(x)                                         # (1, s), (1, s, n)
+    full, weights = head.predict(x)                                     # (1, s), (1, s, n)
     effect = torch.empty(samples, N_TOKENS)                             # (s, n)
     for j in range(N_TOKENS):
         keep = torch.ones(N_TOKENS, dtype=torch.bool)                   # (n,) broadcast to rows
         keep[j] = False
-        without, _ = head.run(x, 1.0, keep)                             # (1, s)
+        without, _ = head.predict(x, 1.0, keep)                         # (1, s)
         effect[:, j] = (full - without)[0].abs()
     ss, pp = np.meshgrid(np.arange(samples), np.arange(N_TOKENS), indexing="ij")
     return pd.DataFrame({

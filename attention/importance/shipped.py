@@ -60,13 +60,13 @@ def compute(source: str, texts, progress: diskcache.Progress | None = None,
         parts = [j for j in parts if j[1] not in FIXED]
     begin = {1: 0.0, 2: 0.7, 3: 0.95}
     for phase in (1, 2, 3):
-        jobs = [j for j in parts if j[0] == phase]
-        for i, job in enumerate(jobs):
-            say(begin[phase] + (begin.get(phase + 1, 1.0) - begin[phase]) * i / len(jobs), job[1])
+        now = [j for j in parts if j[0] == phase]
+        for i, part in enumerate(now):
+            say(begin[phase] + (begin.get(phase + 1, 1.0) - begin[phase]) * i / len(now), part[1])
             start = time.perf_counter()
-            done[job[1:3]] = run_job(job, source, texts, done if phase > 1 else None)
+            done[part[1:3]] = compute_part(part, source, texts, done if phase > 1 else None)
             if timings is not None:
-                timings[job[1]] = timings.get(job[1], 0.0) + time.perf_counter() - start
+                timings[part[1]] = timings.get(part[1], 0.0) + time.perf_counter() - start
         if phase == 1 and free and fixed is None:
             store.write_fixed(source, pack_fixed(done))
     say(1.0, "done")
@@ -160,12 +160,12 @@ def plan(source: str, texts) -> list[tuple]:
             + [(3, "order", 0, None)])
 
 
-def run_job(job: tuple, source: str, texts, done: dict | None = None):
+def compute_part(part: tuple, source: str, texts, done: dict | None = None):
     """One part of plan (in any process): its frame or array."""
     import torch
 
     torch.set_num_threads(1)
-    _, stage, _, arg = job
+    _, stage, _, arg = part
     model = M.load_model(source, trusted=True)
     if stage == "tokens":
         frame = tokens_mod.token_importance(model, [texts[i] for i in arg])
@@ -242,9 +242,9 @@ def _weighted_mean(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return out
 
 
-def _job(job, source, texts, done):
-    got = run_job(job, source, texts, done)
-    print(f"done: {job[1]} {job[2]}", file=sys.stderr, flush=True)
+def _logged_part(part, source, texts, done):
+    got = compute_part(part, source, texts, done)
+    print(f"done: {part[1]} {part[2]}", file=sys.stderr, flush=True)
     return got
 
 
@@ -259,9 +259,9 @@ def ship(corpus: str = store.SHIPPED_CORPORA[0], workers: int = 14) -> Path:
     done = {}
     with ProcessPoolExecutor(workers) as pool:
         for phase in (1, 2, 3):
-            jobs = [j for j in parts if j[0] == phase]
-            futures = {j[1:3]: pool.submit(_job, j, M.BUNDLED, texts,
-                                           done if phase > 1 else None) for j in jobs}
+            now = [j for j in parts if j[0] == phase]
+            futures = {j[1:3]: pool.submit(_logged_part, j, M.BUNDLED, texts,
+                                           done if phase > 1 else None) for j in now}
             done.update({k: f.result() for k, f in futures.items()})
     record = assemble(M.BUNDLED, texts, done)
     path, fixed = store.shipped_path(corpus), store.fixed_path(M.BUNDLED, store.SHIPPED)

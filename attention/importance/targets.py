@@ -89,7 +89,7 @@ def default_mask_at(model: M.LoadedModel, ids) -> int:
     """The last piece that is not special (a masked LM's default m)."""
     words = [i for i, s in enumerate(special_mask(model, ids)) if not s]
     if not words:
-        raise UserError("models.bad_position", position=len(ids) - 1, last=len(ids) - 1)
+        raise UserError("model.bad_position", position=len(ids) - 1, last=len(ids) - 1)
     return words[-1]
 
 

@@ -181,8 +181,8 @@ class _Ticker:
 
 
 # How the fraction shown is split between the steps (their share of SmolLM2's conversion time).
-STAGES = (("models.stage_hash", 0.0), ("models.stage_tokenizer", 0.03),
-          ("models.stage_weights", 0.25), ("models.stage_writing", 0.9))
+STAGES = (("model.stage_hash", 0.0), ("model.stage_tokenizer", 0.03),
+          ("model.stage_weights", 0.25), ("model.stage_writing", 0.9))
 
 
 def _stage(progress: Progress, name: str, within: float = 0.0) -> None:
@@ -210,20 +210,20 @@ def _read_gguf(gguf: Path, source: str, progress: Progress, show: bool, max_para
         params = sum(int(t.n_elements) for t in reader.tensors)
         del reader
     except Exception as err:  # noqa: BLE001 - any damage: a truncated file, bad magic
-        raise UserError("models.gguf_unreadable", source=source) from err
+        raise UserError("model.gguf_unreadable", source=source) from err
     if max_params is not None and params > max_params:
-        raise UserError("models.too_large", source=source, params=params, limit=max_params)
+        raise UserError("model.too_large", source=source, params=params, limit=max_params)
     folder, name = str(gguf.parent), gguf.name
     try:
         model_config = AutoConfig.from_pretrained(folder, gguf_file=name)
     except Exception as err:  # noqa: BLE001 - "GGUF model with architecture x is not supported"
-        raise UserError("models.gguf_architecture", source=source,
+        raise UserError("model.gguf_architecture", source=source,
                         architecture=config.shown(str(arch))) from err
-    _stage(progress, "models.stage_tokenizer")
+    _stage(progress, "model.stage_tokenizer")
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-        _stage(progress, "models.stage_weights")
-        ticker = _Ticker(lambda i, n: _stage(progress, "models.stage_weights", i / max(n, 1)),
+        _stage(progress, "model.stage_weights")
+        ticker = _Ticker(lambda i, n: _stage(progress, "model.stage_weights", i / max(n, 1)),
                          show)
         saved, legacy.tqdm = legacy.tqdm, ticker
         try:
@@ -233,7 +233,7 @@ def _read_gguf(gguf: Path, source: str, progress: Progress, show: bool, max_para
         finally:
             legacy.tqdm = saved
     except Exception as err:  # noqa: BLE001 - weights missing or of the wrong shape
-        raise UserError("models.gguf_unreadable", source=source) from err
+        raise UserError("model.gguf_unreadable", source=source) from err
     return model.eval(), tokenizer
 
 
@@ -275,28 +275,28 @@ def convert(gguf: Path, root: Path | None = None, *, source: str | None = None,
     written stays behind."""
     source = config.shown(source or gguf.name)
     report = progress or (lambda _f, _s: None)
-    _stage(report, "models.stage_hash")
+    _stage(report, "model.stage_hash")
     try:
         digest = sha256(gguf)
     except OSError as err:
-        raise UserError("models.gguf_unreadable", source=source) from err
+        raise UserError("model.gguf_unreadable", source=source) from err
     name = folder_name(gguf, digest)
     roots = [*prebuilt_roots(), cache_root()] if root is None else [Path(root)]
     with _CONVERT_LOCK:
         for where in roots:
             if intact(where / name, digest):
-                report(1.0, "models.stage_done")
+                report(1.0, "model.stage_done")
                 return where / name
         target_root = cache_root() if root is None else Path(root)
         try:
             target_root.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(dir=target_root, prefix=f".{name}-"))
         except OSError as err:
-            raise UserError("models.convert_read_only", source=source,
+            raise UserError("model.convert_read_only", source=source,
                             env=config.ENV_CACHE, prebuilt=config.ENV_PREBUILT) from err
         try:
             model, tokenizer = _read_gguf(gguf, source, report, show, max_params)
-            _stage(report, "models.stage_writing")
+            _stage(report, "model.stage_writing")
             _write(model, tokenizer, tmp, digest)
             del model
             final = target_root / name
@@ -304,8 +304,8 @@ def convert(gguf: Path, root: Path | None = None, *, source: str | None = None,
                 shutil.rmtree(final, ignore_errors=True)
             os.rename(tmp, final)
         except OSError as err:
-            key = "models.convert_disk_full" if err.errno in (errno.ENOSPC, errno.EDQUOT) \
-                else "models.convert_read_only"
+            key = "model.convert_disk_full" if err.errno in (errno.ENOSPC, errno.EDQUOT) \
+                else "model.convert_read_only"
             raise UserError(key, source=source, env=config.ENV_CACHE,
                             prebuilt=config.ENV_PREBUILT) from err
         finally:
@@ -314,7 +314,7 @@ def convert(gguf: Path, root: Path | None = None, *, source: str | None = None,
         if root is not None:
             st = gguf.stat()
             remember_hash(target_root, str(gguf.resolve()), [st.st_size, st.st_mtime_ns], digest)
-    report(1.0, "models.stage_done")
+    report(1.0, "model.stage_done")
     return final
 
 
@@ -324,7 +324,7 @@ class Job:
     gguf: Path
     source: str
     fraction: float = 0.0
-    stage: str = "models.stage_hash"
+    stage: str = "model.stage_hash"
     error: UserError | None = None
     folder: Path | None = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -355,7 +355,7 @@ def start(gguf: Path, source: str, max_params: int | None = None) -> Job:
         except UserError as err:
             job.error = err
         except Exception as err:  # noqa: BLE001 - reported as a sentence, never a traceback
-            job.error = UserError("models.gguf_unreadable", source=config.shown(source))
+            job.error = UserError("model.gguf_unreadable", source=config.shown(source))
             job.error.__cause__ = err
         finally:
             job.ended = time.monotonic()

@@ -47,13 +47,13 @@ def _probe(model, tokenizer, source: str) -> Forward:
     try:
         forward(model, enc, state)
     except Unsupported as err:
-        raise UserError("models.unsupported_feature", source=source, feature=str(err)) from err
+        raise UserError("model.unsupported_feature", source=source, feature=str(err)) from err
     if not state.calls:
-        raise UserError("models.unsupported", source=source,
+        raise UserError("model.unsupported", source=source,
                         architecture=type(model).__name__)
     shapes = {(q.shape[0], q.shape[-1]) for q in state.q}
     if len(shapes) != 1 or len(set(state.kv_heads)) != 1:
-        raise UserError("models.unsupported_feature", source=source, feature="heads per layer")
+        raise UserError("model.unsupported_feature", source=source, feature="heads per layer")
     return state
 
 

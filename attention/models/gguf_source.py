@@ -20,7 +20,7 @@ class Pending(UserError):
     """The model's conversion is running in the background: `job` has its progress."""
 
     def __init__(self, job: convert.Job):
-        super().__init__("models.converting", source=job.source)
+        super().__init__("model.converting", source=job.source)
         self.job = job
 
 
@@ -29,7 +29,7 @@ def bundled_gguf() -> Path:
     not installed."""
     path = convert.packaged_gguf()
     if path is None:
-        raise UserError("models.lm_missing", source=config.BUNDLED_LM,
+        raise UserError("model.lm_missing", source=config.BUNDLED_LM,
                         install=config.BUNDLED_LM_INSTALL)
     return path
 
@@ -40,7 +40,7 @@ def ready_folder(gguf: Path, source: str, *, wait: bool, max_params: int | None 
     try:
         folder = convert.converted(gguf)
     except OSError as err:
-        raise UserError("models.gguf_unreadable", source=config.shown(source)) from err
+        raise UserError("model.gguf_unreadable", source=config.shown(source)) from err
     if folder is not None:
         return folder
     if not wait:

@@ -39,18 +39,18 @@ class Intervention:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS + SWEEP_KINDS:
-            raise UserError("models.bad_kind", kind=self.kind, kinds=", ".join(KINDS))
+            raise UserError("model.bad_kind", kind=self.kind, kinds=", ".join(KINDS))
         if self.kind == "replace":
             vec = self.value
             if not isinstance(vec, tuple) or not vec or \
                     not all(isinstance(x, float) and math.isfinite(x) for x in vec):
-                raise UserError("models.bad_vector")
+                raise UserError("model.bad_vector")
         elif self.kind in ("temperature", "scale", "ssmax"):
             tau = self.value
             if not isinstance(tau, (int, float)) or isinstance(tau, bool) \
                     or not (math.isfinite(tau) and tau > (1 if self.kind == "ssmax" else 0)):
-                raise UserError("models.bad_temperature" if self.kind == "temperature"
-                                else "models.bad_value", kind=self.kind, value=tau)
+                raise UserError("model.bad_temperature" if self.kind == "temperature"
+                                else "model.bad_value", kind=self.kind, value=tau)
 
 
 @dataclass(frozen=True)

@@ -62,13 +62,13 @@ class LoadedModel:
         """The tokenizer's tensors for `text` (batch of 1); UserError when empty, beyond
         `max_tokens`, or holding more attention than one run keeps."""
         if not isinstance(text, str) or not text.strip():
-            raise UserError("models.empty_text")
+            raise UserError("model.empty_text")
         enc = self.tokenizer(text, return_tensors="pt", truncation=False, verbose=False)
         n = enc["input_ids"].shape[1]
         if n > self.max_tokens:
-            raise UserError("models.too_long", pieces=n, limit=self.max_tokens, name=self.name)
+            raise UserError("model.too_long", pieces=n, limit=self.max_tokens, name=self.name)
         if self.layers * self.heads * n * n > config.MAX_WEIGHT_CELLS:
-            raise UserError("models.too_many_cells", layers=self.layers, heads=self.heads,
+            raise UserError("model.too_many_cells", layers=self.layers, heads=self.heads,
                             n=n, max_n=math.isqrt(config.MAX_WEIGHT_CELLS // (self.layers * self.heads)))
         return enc
 
@@ -91,10 +91,10 @@ class LoadedModel:
             if not isinstance(iv, Intervention):
                 raise TypeError(f"expected Intervention, got {type(iv).__name__}")
             if iv.layer is not None and not 0 <= iv.layer < self.layers:
-                raise UserError("models.bad_layer", layer=iv.layer, last=self.layers - 1,
+                raise UserError("model.bad_layer", layer=iv.layer, last=self.layers - 1,
                                 name=self.name)
             if iv.head is not None and not 0 <= iv.head < self.heads:
-                raise UserError("models.bad_head", head=iv.head, last=self.heads - 1,
+                raise UserError("model.bad_head", head=iv.head, last=self.heads - 1,
                                 name=self.name)
         return out
 
@@ -109,10 +109,10 @@ class LoadedModel:
         if mask_at is not None:
             mask_id = getattr(self.tokenizer, "mask_token_id", None)
             if mask_id is None:
-                raise UserError("models.no_mask_token", name=self.name)
+                raise UserError("model.no_mask_token", name=self.name)
             n = enc["input_ids"].shape[1]
             if not 0 <= mask_at < n:
-                raise UserError("models.bad_position", position=mask_at, last=n - 1)
+                raise UserError("model.bad_position", position=mask_at, last=n - 1)
             enc["input_ids"] = enc["input_ids"].clone()
             enc["input_ids"][0, mask_at] = mask_id
         ids = enc["input_ids"][0]                                      # (n,)

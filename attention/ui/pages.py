@@ -39,7 +39,7 @@ PAGES = (
     PageEntry("pages/3_Model_heads.py", "nav.model", ":material/hub:"),
     PageEntry("pages/4_Is_sharper_better.py", "nav.sharper", ":material/science:"),
     PageEntry("pages/5_Does_the_model_use_it.py", "nav.importance", ":material/troubleshoot:"),
-    PageEntry("pages/6_Corpus.py", "corpus_page.nav", ":material/scatter_plot:"),
+    PageEntry("pages/6_Corpus.py", "corpus.nav", ":material/scatter_plot:"),
 )
 SCRIPTS = tuple(entry.script for entry in PAGES)
 

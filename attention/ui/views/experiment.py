@@ -70,7 +70,7 @@ def draw_experiments() -> None:
     took = {"sharpening": took}
     st.caption(t("sharper.cached", seed=seed))
     draw_sharpening(study)
-    draw_importance(study)
+    draw_leave_one_out(study)
     sweep, took["scaling"] = estimate.timed(lambda: scaling(seed))
     trained = [kind for kind in todo if took[kind] > CACHE_HIT]   # else the server kept it
     for kind in trained:
@@ -145,13 +145,13 @@ def draw_scaling(seed: int, sweep: pd.DataFrame) -> None:
              conclusions.scaling_conclusion(sweep, lang()))
 
 
-def draw_importance(study: SharpeningStudy) -> None:
-    """Attention weight against leave-one-out importance, with the rank correlations."""
+def draw_leave_one_out(study: SharpeningStudy) -> None:
+    """Attention weight against the leave-one-out effect, with the rank correlations."""
     _section("sharper.sec_importance",
-             t("sharper.importance_caption", samples=study.importance["sample"].nunique()),
-             charts.importance_chart(study.importance, lang()), "importance",
-             conclusions.importance_conclusion(study.importance, study.spearman_pooled,
-                                          study.spearman_within, lang()))
+             t("sharper.importance_caption", samples=study.leave_one_out["sample"].nunique()),
+             charts.leave_one_out_chart(study.leave_one_out, lang()), "importance",
+             conclusions.leave_one_out_conclusion(study.leave_one_out, study.spearman_pooled,
+                                                  study.spearman_within, lang()))
 
 
 # a table's columns as the page shows them (the CSVs keep the ids)
@@ -171,7 +171,8 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def draw_tables(seed: int, study: SharpeningStudy, sweep: pd.DataFrame) -> None:
-    """The sharpening and scaling tables with their CSVs, and the importance CSV."""
+    """The sharpening and scaling tables with their CSVs, and the leave-one-out CSV (its file
+    keeps the page's word, importance)."""
     st.subheader(t("sharper.sec_tables"))
     for key, table, name in (("sharper.table_sharpen", study.sweep, "sharpening_sweep"),
                              ("sharper.table_scaling", sweep, "scaling_sweep")):
@@ -179,7 +180,7 @@ def draw_tables(seed: int, study: SharpeningStudy, sweep: pd.DataFrame) -> None:
         st.dataframe(shown_table(table), hide_index=True, width="stretch")
         csv_button(table, f"{name}_seed{seed}")
     st.caption(t("sharper.table_importance"))
-    csv_button(study.importance, f"importance_seed{seed}")
+    csv_button(study.leave_one_out, f"importance_seed{seed}")
 
 
 def _formulas() -> list[tuple[str, str]]:

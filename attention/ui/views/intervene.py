@@ -64,10 +64,10 @@ def _seed(loaded) -> None:
     for item in items:
         kind, layer, head, _ = item
         if layer is not None and layer >= loaded.layers:
-            problems.append(UserError("models.bad_layer", layer=layer, last=loaded.layers - 1,
+            problems.append(UserError("model.bad_layer", layer=layer, last=loaded.layers - 1,
                                       name=loaded.name))
         elif head is not None and head >= loaded.heads:
-            problems.append(UserError("models.bad_head", head=head, last=loaded.heads - 1,
+            problems.append(UserError("model.bad_head", head=head, last=loaded.heads - 1,
                                       name=loaded.name))
         else:
             kept.append(item)
