@@ -319,5 +319,6 @@ def test_corpus_messages_exist_in_both_languages_with_the_same_fields():
     for key in keys["en"]:
         assert fields(catalog("en")[key]) == fields(catalog("zh")[key]), key
     used = set(re.findall(r'"(corpus\.[a-z_]+)"', Path(corpora.__file__).read_text()))
-    assert used and used <= keys["en"]
-    assert keys["en"] <= used                                # no message left unused
+    assert used and used <= keys["en"]          # every message the reader raises exists
+    # (the namespace also holds the Corpus page's text, some of it looked up by built names
+    # such as f"corpus.colour_{by}", so "no message unused" is not checked over it)

@@ -285,7 +285,7 @@ def test_stored_study_equals_the_computed_one(cache, short, monkeypatch):
     loaded = xc.sharpening_study(2)                         # read back
     for got in (first, loaded):
         assert got.seed == 2
-        for name in ("sweep", "sample", "importance"):
+        for name in ("sweep", "sample", "leave_one_out"):
             pd.testing.assert_frame_equal(getattr(got, name), getattr(reference, name),
                                           check_exact=False, rtol=1e-6, atol=1e-9)
         assert got.spearman_pooled == pytest.approx(reference.spearman_pooled, abs=1e-9)
@@ -366,7 +366,7 @@ def test_the_shipped_seed_is_what_training_gives(cache):
     shipped = diskcache.read(study_path, study_key)
     shipped_sweep = diskcache.read(sweep_path, sweep_key).frames["sweep"]
     close = dict(check_exact=False, rtol=1e-4, atol=1e-5)       # 1e-6 across two CPUs, with room
-    for name in ("sweep", "sample", "importance"):
+    for name in ("sweep", "sample", "leave_one_out"):
         pd.testing.assert_frame_equal(shipped.frames[name], getattr(study, name), **close)
     saturated = shipped_sweep["max_weight"] > SATURATED                     # chosen by the shipped
     assert saturated.equals(sweep["max_weight"] > SATURATED)              # and by this run alike

@@ -196,6 +196,7 @@ def agreement_chart(agree: pd.DataFrame, lang: str) -> alt.LayerChart:
     and the grey null band."""
     data = agree[(agree["importance"] == "zero") & (agree["sharpness"] == "max_weight")].copy()
     data["scope"] = [_t(lang, "pooled") if pd.isna(v) else str(int(v)) for v in data["layer"]]
+    data = data.drop(columns="layer")          # the pooled row's layer is NaN: drawn as its scope
     order = [s for s in data["scope"] if s != _t(lang, "pooled")] + [_t(lang, "pooled")]
     x = alt.X("scope:N", title=_t(lang, "axis_scope"), sort=order)
     base = alt.Chart(data)
