@@ -136,7 +136,7 @@ def check_heatmap(page) -> None:
 
 
 def check_scores(page) -> None:
-    rows = page.locator(CHARTS).nth(1)                                 # row metrics per query
+    rows = page.locator(CHARTS).nth(2)     # row metrics per query (after the two score histograms)
     rows.scroll_into_view_if_needed()
     labels = rows.locator("svg .role-axis-label text")
     expect(labels.first).to_be_attached(timeout=UI_TIMEOUT)
