@@ -6,7 +6,9 @@ container's start, its memory, and 8 visitors at once on it (bench/visitors.py).
     python -m bench.image --no-build   measure the image already built under that tag
     python -m bench image --quick      builds nothing (CI stays short): one skipped row
 
-Where no engine runs (no Docker daemon, no podman), one skipped row says so.
+Where no engine runs (no Docker daemon, no podman), a full run sets one up first
+(`scripts/image.sh --setup`: podman, runc and mmdebstrap from Debian where apt may be used) and
+looks again; a quick run installs nothing. Where there is still none, one skipped row says so.
 
 The container runs as in the wild: the image's own user, a read-only root filesystem with a
 small tmpfs at /tmp, `--memory 2g`, nothing set that opens folders. Its baseline is the same
@@ -47,14 +49,32 @@ PROBES = ("/etc", "/no/such/folder", "/proc/self/root")
 UNITS = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
-def engine() -> tuple[str | None, str]:
-    """The engine to use and, when there is none, why."""
+def engine(install: bool = False) -> tuple[str | None, str]:
+    """The engine to use and, when there is none, why. With `install` (a full run), where none
+    answers, `scripts/image.sh --setup` installs and configures podman (apt, as root or with
+    sudo) and the engines are looked for once more; without it nothing is installed."""
+    found = _answering()
+    if found is None and install:
+        print("image: no container engine answers; setting one up with scripts/image.sh --setup",
+              file=sys.stderr)
+        setup = subprocess.run(["bash", str(ROOT / "scripts" / "image.sh"), "--setup"], cwd=ROOT)
+        found = _answering()
+        if found is None:
+            return None, f"no container engine: scripts/image.sh --setup could not set up " \
+                         f"podman (exit {setup.returncode}; its messages are above)"
+    if found is None:
+        return None, "no container engine: no Docker daemon answers and podman is not " \
+                     "installed (make image installs podman on Debian)"
+    return found, ""
+
+
+def _answering() -> str | None:
+    """The first of docker and podman that is installed and whose `info` succeeds."""
     for name in ("docker", "podman"):
         if shutil.which(name) and subprocess.run([name, "info"], capture_output=True,
                                                  timeout=120).returncode == 0:
-            return name, ""
-    return None, "no container engine: no Docker daemon answers and podman is not installed " \
-                 "(make image installs podman on Debian)"
+            return name
+    return None
 
 
 def skipped(reason: str) -> list[dict]:
@@ -266,7 +286,7 @@ def rows(m: dict, size: int, layers: list, built: float | None) -> list[dict]:
 
 
 def run(quick: bool = False, build_image: bool = True) -> list[dict]:
-    eng, reason = engine()
+    eng, reason = engine(install=not quick)     # a quick run (CI) installs nothing
     if eng is None:
         return skipped(reason)
     if quick:

@@ -157,18 +157,95 @@ def test_image_script_uses_the_dockerfiles_base_and_its_requirements_files():
     assert checked.returncode == 0, checked.stderr
 
 
-def test_benchmark_without_an_engine_or_in_a_quick_run_is_one_skipped_row(monkeypatch):
-    """No engine: a row that says why; a quick run (CI): a row that says it builds nothing."""
+class FakeHost:
+    """shutil.which and subprocess.run for bench.image without building or installing: podman
+    appears once `scripts/image.sh --setup` has run (when `setup_works`); every command run is
+    recorded."""
+
+    def __init__(self, setup_works: bool) -> None:
+        self.setup_works, self.installed, self.calls = setup_works, False, []
+
+    def which(self, name: str) -> str | None:
+        return "/usr/bin/podman" if name == "podman" and self.installed else None
+
+    def run(self, args, **kwargs):
+        self.calls.append(list(args))
+        code = 0
+        if args[:1] == ["bash"] and args[-1] == "--setup":
+            self.installed = self.setup_works
+            code = 0 if self.setup_works else 1
+        elif args[:2] == ["podman", "info"]:
+            code = 0 if self.installed else 125
+        return subprocess.CompletedProcess(args, code, "", "")
+
+
+def _fake_host(monkeypatch, setup_works: bool) -> FakeHost:
     from bench import image
 
-    monkeypatch.setattr(image.shutil, "which", lambda name: None)
-    rows = image.run()
-    assert len(rows) == 1 and rows[0]["name"].startswith("skipped: no container engine")
-    assert rows[0]["ok"] is True
-    monkeypatch.setattr(image, "engine", lambda: ("podman", ""))
+    host = FakeHost(setup_works)
+    monkeypatch.setattr(image.shutil, "which", host.which)
+    monkeypatch.setattr(image.subprocess, "run", host.run)
     monkeypatch.setattr(image, "build", lambda *a: (_ for _ in ()).throw(AssertionError("built")))
+    return host
+
+
+def _setups(host: FakeHost) -> list[list[str]]:
+    return [c for c in host.calls if c[0] == "bash" and c[-1] == "--setup"]
+
+
+def test_quick_benchmark_without_an_engine_installs_nothing_and_skips(monkeypatch):
+    """A quick run (CI) where no engine answers: one skipped row that says why, and no
+    command is run that could install anything (only `info` probes, and none without a binary)."""
+    from bench import image
+
+    host = _fake_host(monkeypatch, setup_works=True)
     rows = image.run(quick=True)
-    assert len(rows) == 1 and "builds no image" in rows[0]["name"]
+    assert len(rows) == 1 and rows[0]["name"].startswith("skipped: no container engine")
+    assert "podman is not installed" in rows[0]["name"] and rows[0]["ok"] is True
+    assert host.calls == [] and not host.installed
+
+
+def test_full_benchmark_without_an_engine_sets_up_podman_then_uses_it(monkeypatch):
+    """A full run where no engine answers runs `scripts/image.sh --setup` once and then finds
+    podman; the engine found goes on to the build (stopped here by the fake build)."""
+    from bench import image
+
+    host = _fake_host(monkeypatch, setup_works=True)
+    assert image.engine(install=True) == ("podman", "")
+    setups = _setups(host)
+    assert len(setups) == 1 and setups[0][1].endswith("scripts/image.sh")
+    assert host.calls.index(setups[0]) < host.calls.index(["podman", "info"])
+
+    host = _fake_host(monkeypatch, setup_works=True)
+    try:
+        image.run()
+    except AssertionError as built:
+        assert str(built) == "built"
+    else:
+        raise AssertionError("a full run with podman set up did not go on to build")
+    assert len(_setups(host)) == 1
+
+
+def test_full_benchmark_whose_setup_fails_is_one_skipped_row(monkeypatch):
+    """Where the setup cannot install podman (no apt, no root), one skipped row says so."""
+    from bench import image
+
+    host = _fake_host(monkeypatch, setup_works=False)
+    rows = image.run()
+    assert len(rows) == 1 and "scripts/image.sh --setup could not set up podman" in rows[0]["name"]
+    assert "exit 1" in rows[0]["name"] and len(_setups(host)) == 1
+
+
+def test_benchmark_with_an_engine_installs_nothing(monkeypatch):
+    """An engine that answers is used as it is; a quick run with one builds nothing."""
+    from bench import image
+
+    host = _fake_host(monkeypatch, setup_works=True)
+    host.installed = True
+    assert image.engine(install=True) == ("podman", "")
+    assert _setups(host) == []
+    rows = image.run(quick=True)
+    assert len(rows) == 1 and "builds no image" in rows[0]["name"] and _setups(host) == []
 
 
 def test_benchmark_reads_layer_sizes_and_sends_eight_distinct_links():
