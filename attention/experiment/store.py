@@ -149,7 +149,7 @@ OVERHEAD = {"sharpening": 1.6, "scaling": 1.1}
 
 
 def step_seconds(kind: str, seed: int = 0, steps: int = 8) -> float:
-    """Seconds one training step of `kind` ("sharpening" or "scaling") takes on this machine:
+    """Seconds one training step of `kind` ("sharpening" or "scaling") takes where it runs:
     throwaway heads of that run's shapes, two untimed steps (the first calls warm torch up),
     then `steps` timed ones. Lives here, not in training.py, whose code is part of every
     result's key."""
