@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attention import models as M
+from attention import diskcache, models as M
 from attention.importance import store
 from attention.importance import shipped
 from attention.importance.heads import head_importance
@@ -57,3 +57,35 @@ def test_every_table_in_parts_equals_the_whole(tiny, monkeypatch, name):
     same(parts.frames["tokens"][list(tokens.columns)], tokens, "tokens against one call")
     # the mean ablation is the corpus's: its column moves when each part used its own means
     assert np.abs(parts.frames["heads"]["mean_ablation"]).max() > 0
+
+
+def test_a_killed_ship_resumes_from_its_finished_parts(tiny, monkeypatch, tmp_path):
+    """ship keeps each finished part in its work folder: a run killed midway, run again,
+    computes only the parts it had not finished, and ships the record one whole run gives."""
+    source = str(tiny["gpt2"])
+    whole = run(monkeypatch, source, (2, 2, 2, 2))
+    monkeypatch.setattr(store, "SHIPPED", tmp_path / "shipped")
+    monkeypatch.setattr(store, "shipped_texts", lambda corpus=None: list(TEXTS))
+    computed, original = [], shipped.compute_part
+
+    def killed_at_faithfulness(part, *args):
+        if part[1] == "faithfulness" and part[2] == 1:
+            raise KeyboardInterrupt                               # the kill, midway
+        computed.append(part[1:3])
+        return original(part, *args)
+    monkeypatch.setattr(shipped, "compute_part", killed_at_faithfulness)
+    with pytest.raises(KeyboardInterrupt):
+        shipped.ship("bundled:en", workers=1, work=tmp_path / "work", source=source)
+    first = list(computed)
+    kept = sorted(p.name for p in (tmp_path / "work").glob("*/*"))
+    assert kept and all(p.endswith(".pickle") for p in kept)             # no half file
+    assert ("faithfulness", 1) not in first and ("tokens", 0) in first
+    computed.clear()
+    monkeypatch.setattr(shipped, "compute_part", lambda part, *a: (computed.append(part[1:3]),
+                                                                   original(part, *a))[1])
+    path = shipped.ship("bundled:en", workers=1, work=tmp_path / "work", source=source)
+    assert ("faithfulness", 1) in computed and not set(computed) & set(first)
+    assert len(computed) + len(first) == len(shipped.plan(source, TEXTS))
+    shipped_record = diskcache.read(path, diskcache.stored_key(path))
+    for table in whole.frames:
+        same(shipped_record.frames[table], whole.frames[table], table)

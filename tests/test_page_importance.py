@@ -1,5 +1,5 @@
 """The "Does the model use it?" page in AppTest, English and Chinese, on its default view:
-bundled:en's first texts on the bundled MiniLM, read from the results shipped with the code
+every text of bundled:en on the bundled MiniLM, read from the results shipped with the code
 (attention/data/importance/), never computed. The agreement table, the faithfulness and
 pruning curves, head importance and the conclusions are those of the shipped frames; a
 corpus that is not shipped is computed once (a tiny model) and then read back."""
@@ -40,7 +40,9 @@ def test_the_shipped_file_is_small_and_of_this_code(record):
     assert sorted(p.name for p in store.SHIPPED.glob("*.zip")) == \
         sorted([p.name for p in every] + [fixed.name])
     assert diskcache.read(fixed, store.fixed_key(M.BUNDLED)) is not None
-    assert record.values["texts"] == store.PAGE_TEXTS == len(store.shipped_texts())
+    from attention.text.corpora import load
+    assert record.values["texts"] == len(store.shipped_texts()) == len(load("bundled:en"))
+    assert record.values["head_texts"] == min(store.HEAD_TEXTS, record.values["texts"]) >= 100
     assert {"tokens", "agreement_words", "agreement_all", "faithfulness", "heads",
             "sharpness", "pruning", "sweep"} <= set(record.frames)
 
@@ -76,7 +78,7 @@ def test_default_view_shows_the_shipped_results(lang, record, monkeypatch):
     assert len(aopc) == len(faith)
     assert np.allclose(aopc.iloc[:, 1].to_numpy(dtype=float), faith["aopc"], equal_nan=True)
     shown = " ".join(m.value for m in page.markdown)
-    assert f"**{store.PAGE_TEXTS}**" in shown                      # the count is stated
+    assert f"**{record.values['texts']}**" in shown           # the count (every text) is stated
     sharp = frames["sharpness"]
     sharp = sharp[(sharp["importance"] == "ablation") & (sharp["sharpness"] == "max_weight")]
     layer = M.load_model().layers - 1
@@ -104,7 +106,8 @@ def test_the_chinese_corpus_is_shipped_too(lang, monkeypatch):
     and the unknown-piece share that leads its conclusions, are those of the record."""
     texts = store.shipped_texts("bundled:zh")
     zh = diskcache.read(store.shipped_path("bundled:zh"), store.key(M.BUNDLED, texts))
-    assert zh is not None and zh.values["texts"] == store.PAGE_TEXTS == len(texts)
+    from attention.text.corpora import load
+    assert zh is not None and zh.values["texts"] == len(texts) == len(load("bundled:zh"))
     page = _open(lang, monkeypatch, imp_corpus="bundled:zh", imp_tables="True")
     assert not page.exception and not page.error
     agreement = zh.frames["agreement_words"]

@@ -31,7 +31,7 @@ def check_ray() -> None:
         raise Refused(INSTALL) from err
 
 
-def run_local(model, out: Path, texts: list[str], pending: list[int], settings: Settings,
+def process_local(model, out: Path, texts: list[str], pending: list[int], settings: Settings,
               finished: Callable[[dict], None]) -> None:
     from attention.corpus.shards import process_shard
 
@@ -66,7 +66,7 @@ class ShardWorker:
         return {"shard": shards, "texts": counts, "tables": tables}
 
 
-def run_ray(model_source: str, out: Path, texts: list[str], pending: list[int],
+def process_on_ray(model_source: str, out: Path, texts: list[str], pending: list[int],
             settings: Settings, finished: Callable[[dict], None], *, address: str | None = None,
             workers: int = 2) -> None:
     import ray

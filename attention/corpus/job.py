@@ -141,9 +141,9 @@ def do_job(model_source: str, corpus_source: str, out, *, engine: str = "local",
 
     try:
         if engine == "local":
-            engines.run_local(model, out, texts, pending, settings, finished)
+            engines.process_local(model, out, texts, pending, settings, finished)
         else:
-            engines.run_ray(model_source, out, texts, pending, settings, finished,
+            engines.process_on_ray(model_source, out, texts, pending, settings, finished,
                             address=address, workers=workers)
     finally:
         bar.close()

@@ -2,12 +2,13 @@
 are keyed, stored and read (and the constants below) is attention.importance.store.
 
     compute(source, texts, progress=None) -> diskcache.Record   one part after another
-    ship(workers=14) -> Path         the bundled corpus's view, its parts in parallel processes,
+    ship(corpus, workers=2) -> Path  a bundled corpus's view, its parts in parallel processes,
                                      written into attention/data/importance/
     python -m attention.importance.shipped [CORPUS]  # remake the shipped files (also
     python scripts/ship_importance.py                 # scripts/ship_importance.py)
 
-`ship` runs the parts of plan() in parallel processes (about 1-10 minutes on 2 shared CPUs);
+`ship` runs the parts of plan() in parallel processes (whole bundled corpora: about an hour on
+2 CPUs; a killed run resumes from its finished parts);
 `compute` runs the same parts one after another, so both give the same frames, and any part
 sizes give the frames of one whole run (tests/test_importance_parts.py).
 """
@@ -242,51 +243,102 @@ def _weighted_mean(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return out
 
 
-def _logged_part(part, source, texts, done):
+def _kept_part(folder: Path, part, source, texts, done):
+    """compute_part, written into the work folder where it ran (a part that finished is kept
+    whatever happens to the others) under a temporary name, then renamed: a kill leaves no
+    half file."""
+    import os
+    import pickle
+
     got = compute_part(part, source, texts, done)
+    target = folder / f"{part[1]}-{part[2]}.pickle"
+    temporary = target.with_suffix(".tmp")
+    temporary.write_bytes(pickle.dumps(got))
+    os.replace(temporary, target)
     print(f"done: {part[1]} {part[2]}", file=sys.stderr, flush=True)
     return got
 
 
-def ship(corpus: str = store.SHIPPED_CORPORA[0], workers: int = 14) -> Path:
-    """Compute a bundled corpus's view afresh (never from a file), its parts in `workers`
-    processes, and write it into store.SHIPPED, replacing that corpus's older file (and the
-    corpus-free parts' record, the same for every corpus)."""
-    from concurrent.futures import ProcessPoolExecutor
+def ship(corpus: str = store.SHIPPED_CORPORA[0], workers: int = 2,
+         work: Path | None = None, source: str = M.BUNDLED) -> Path:
+    """Compute a bundled corpus's view afresh (never from a shipped file), its parts in
+    `workers` processes, and write it into store.SHIPPED, replacing that corpus's older file
+    (and the corpus-free parts' record, the same for every corpus). Each finished part is kept
+    in a folder under `work` (default: the cache directory) named by the record's key, so a
+    killed run resumes where it stopped when run again (whole corpora take about an hour).
+    workers=1 runs the parts here, one after another; source: another model (tests)."""
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 
     texts = store.shipped_texts(corpus)
-    parts = plan(M.BUNDLED, texts)
-    done = {}
-    with ProcessPoolExecutor(workers) as pool:
+    parts = plan(source, texts)
+    folder = (Path(work) if work else diskcache.cache_dir() / "importance-work") / (
+        f"{corpus.replace(':', '_')}-{_parts_key(source, texts)}")
+    folder.mkdir(parents=True, exist_ok=True)
+    done = _kept_parts(folder)
+    with ProcessPoolExecutor(workers) if workers > 1 else ThreadPoolExecutor(1) as pool:
         for phase in (1, 2, 3):
-            now = [j for j in parts if j[0] == phase]
-            futures = {j[1:3]: pool.submit(_logged_part, j, M.BUNDLED, texts,
-                                           done if phase > 1 else None) for j in now}
-            done.update({k: f.result() for k, f in futures.items()})
-    record = assemble(M.BUNDLED, texts, done)
+            now = [j for j in parts if j[0] == phase and j[1:3] not in done]
+            before = dict(done) if phase > 1 else None     # pickled while `done` grows
+            futures = {pool.submit(_kept_part, folder, j, source, texts, before): j[1:3]
+                       for j in now}
+            for future in as_completed(futures):
+                done[futures[future]] = future.result()
+    record = assemble(source, texts, done)
     path, fixed = store.shipped_path(corpus), store.fixed_path(M.BUNDLED, store.SHIPPED)
     current = {store.shipped_path(c) for c in store.SHIPPED_CORPORA} | {fixed}
     for old in store.SHIPPED.glob("*.zip"):
         if old not in current and (old.name.startswith("importance-fixed-")
-                                   or _digest_of(old) == digest(texts)):
+                                   or _prefix_of(old, texts)):
             old.unlink()                                  # this corpus's older record
     diskcache.write(path, store.key(M.BUNDLED, texts), record)
     diskcache.write(fixed, store.fixed_key(M.BUNDLED), pack_fixed(done))
     return path
 
 
-def _digest_of(path: Path) -> str | None:
+def _parts_key(source: str, texts) -> str:
+    """The work folder's key: the code that computes a part and the settings, not this
+    module's or the store's orchestration (editing them keeps the finished parts)."""
+    orchestration = {Path(__file__).resolve(), Path(store.__file__).resolve()}
+    return diskcache.fingerprint([p for p in store.SOURCES if p not in orchestration],
+                                 store.settings(source, texts))
+
+
+def _kept_parts(folder: Path) -> dict:
+    """The parts an earlier run of the same key finished (the folder is this project's own)."""
+    import pickle
+
+    done = {}
+    for path in folder.glob("*.pickle"):
+        stage, index = path.stem.rsplit("-", 1)
+        done[(stage, int(index))] = pickle.loads(path.read_bytes())
+    return done
+
+
+def _prefix_of(path: Path, texts: list[str]) -> bool:
+    """Whether a stored record measured these texts or their first ones (an older, shorter
+    record of the same corpus)."""
     record = diskcache.read(path, diskcache.stored_key(path) or "")
-    return None if record is None else record.values.get("digest")
+    if record is None:
+        return False
+    n = int(record.values.get("texts", -1))
+    return 0 < n <= len(texts) and record.values.get("digest") == digest(list(texts[:n]))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """python -m attention.importance.shipped [CORPUS ...]: every bundled corpus by default."""
+    """python -m attention.importance.shipped [--workers K] [--work DIR] [CORPUS ...]: every
+    bundled corpus by default; run again after a kill to resume."""
+    import argparse
+
     import torch
 
+    parser = argparse.ArgumentParser(prog="python -m attention.importance.shipped")
+    parser.add_argument("corpora", nargs="*", default=list(store.SHIPPED_CORPORA))
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--work", default=None)
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    for corpus in (argv or list(store.SHIPPED_CORPORA)):
-        path = ship(corpus)
+    for corpus in args.corpora:
+        path = ship(corpus, workers=args.workers, work=args.work)
         print(f"shipped {corpus}: {path} ({path.stat().st_size / 1024:.0f} kB)")
     return 0
 

@@ -1,8 +1,8 @@
 """The "Does the model use it?" page's results on disk: every frame for one (model, corpus),
 kept by attention.diskcache under a key of the model, the corpus's digest, the
 settings below and the source of the code that computes them (attention.importance.shipped);
-the bundled corpus's first texts on the bundled model ship with the code
-(attention/data/importance/) and are read under the same full key.
+every text of the bundled corpora on the bundled model ships with the code
+(attention/data/importance/) and is read under the same full key.
 
     results(source, texts, compute) -> diskcache.Record    compute: called on a miss
         frames: tokens, agreement_words, agreement_all, faithfulness, heads, sharpness,
@@ -10,9 +10,10 @@ the bundled corpus's first texts on the bundled model ship with the code
 
 Reading needs neither torch nor the model: a cold link to the page's default view imports
 neither (docs/architecture.md, "Imports"); the caller imports attention.importance.shipped
-only in the compute it passes, called on a miss. The page measures the first PAGE_TEXTS
-texts of a corpus and averages head importance over the first HEAD_TEXTS of those (both
-stated on the page): on one busy CPU, 100 texts took longer than a visitor can wait.
+only in the compute it passes, called on a miss. The page measures every text of a bundled
+corpus (shipped) and the first PAGE_TEXTS texts of any other (computed while the visitor
+waits: on one busy CPU, 100 texts took longer than a visitor can wait); head importance is
+averaged over the first HEAD_TEXTS of those (both counts stated on the page).
 """
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ from attention import diskcache
 
 SHIPPED = config.DATA / "importance"
 SHIPPED_CORPORA = ("bundled:en", "bundled:zh")   # the bundled corpora whose view ships
-PAGE_TEXTS = 40                  # texts of a corpus the page measures (the first ones)
-HEAD_TEXTS = 20                  # of those, the texts head importance is averaged over
+PAGE_TEXTS = 40                  # texts of a corpus computed live (the first ones)
+HEAD_TEXTS = 100                 # of those, the texts head importance is averaged over
 # texts, orders, layers a part: any sizes give the same frames (tests/test_importance_parts.py),
 # so they are not in the key
 TOKEN_CHUNK, HEAD_CHUNK, ORDER_CHUNK, LAYER_CHUNK = 10, 5, 5, 3
@@ -91,10 +92,17 @@ def write_fixed(source: str, record: diskcache.Record) -> None:
 
 
 def shipped_texts(corpus: str = SHIPPED_CORPORA[0]) -> list[str]:
-    """The texts of a bundled corpus the page measures, whose view ships with the code."""
+    """The texts of a bundled corpus the page measures, whose view ships with the code: all."""
     from attention.text.corpora import load
 
-    return load(corpus)[:PAGE_TEXTS]
+    return load(corpus)
+
+
+def measured(source: str, corpus: str, texts: list[str]) -> list[str]:
+    """The texts the page measures: every text of a bundled corpus on the bundled model
+    (shipped), else the first PAGE_TEXTS (computed live)."""
+    whole = source == config.BUNDLED and corpus in SHIPPED_CORPORA
+    return list(texts) if whole else list(texts[:PAGE_TEXTS])
 
 
 def shipped_path(corpus: str = SHIPPED_CORPORA[0]) -> Path:

@@ -143,7 +143,7 @@ def draw_importance(spec) -> None:
     if got is None:
         return
     name, everything = got
-    texts = tuple(everything[:store.PAGE_TEXTS])
+    texts = tuple(store.measured(source, choice, everything))
     if not texts:
         st.info(t("importance.no_text"), icon=":material/info:")
         return
@@ -158,8 +158,10 @@ def draw_importance(spec) -> None:
     intro.markdown(t("importance.intro", model=about["model"]))
     tokens = frames["tokens"]
     special = int(tokens["special"].astype(bool).sum())
+    scope = (t("importance.scope_whole") if len(texts) == len(everything) else
+             t("importance.scope_first", total=len(everything), limit=store.PAGE_TEXTS))
     st.markdown(t("importance.corpus_count" if words_only else "importance.corpus_count_all",
-                  used=len(texts), source=name, total=len(everything), limit=store.PAGE_TEXTS,
+                  used=len(texts), source=name, scope=scope,
                   pieces=len(tokens) - special if words_only else len(tokens), special=special))
     language = lang()
     unreadable = unknown.sentence(unknown.count(tokens), about["model"], "importance")
