@@ -238,3 +238,14 @@ def test_the_answer_comes_before_the_charts(corpus, lang, monkeypatch):
 def t_of(lang, key, **params):
     from attention.i18n import translate
     return translate(lang, key, **params)
+
+
+def test_the_page_measures_whole_bundled_corpora_and_the_first_texts_of_any_other(tiny):
+    """Every text of a bundled corpus on the bundled model (its record ships); the first
+    PAGE_TEXTS of the sidebar's or an uploaded corpus, or on another model (computed live)."""
+    texts = [f"text {i}" for i in range(3 * store.PAGE_TEXTS)]
+    assert store.measured(config.BUNDLED, "bundled:zh", texts) == texts
+    assert store.measured(config.BUNDLED, "sidebar", texts) == texts[:store.PAGE_TEXTS]
+    assert store.measured(str(tiny["bert_base"]), "bundled:en", texts) == \
+        texts[:store.PAGE_TEXTS]
+    assert store.measured(config.BUNDLED, "upload", texts[:3]) == texts[:3]
