@@ -126,7 +126,7 @@ def do_job(model_source: str, corpus_source: str, out, *, engine: str = "local",
     manifest["shards_done"] = sorted(done)
     write_manifest(out, manifest)
     pending = [i for i in range(manifest["shards"]) if i not in done]
-    if "nll" in settings.what and pending:
+    if pending and set(settings.what) & {"nll", "importance"}:
         _prepass(model or load_model_for_job(model_source), corpus_source, texts, out, settings)
     texts_done = sum(len(texts[i * bs:(i + 1) * bs]) for i in done)
     bar = ProgressBar(len(texts), texts_done, progress, on_progress)
@@ -158,17 +158,27 @@ def do_job(model_source: str, corpus_source: str, out, *, engine: str = "local",
 
 
 def _prepass(model, corpus_source: str, texts: list[str], out: Path, settings: Settings) -> None:
-    """The corpus-level inputs of `nll`, once per run (kept in the folder, atomically)."""
+    """The corpus-level inputs of each product that has them (shards.prepass_files), once per
+    run, before any shard (kept in the folder, written atomically): a shard never computes
+    them from its own texts."""
     import json
 
-    from attention.corpus.shards import _atomic_write
-    from attention.text.corpora import load
-    from attention.sweeps.table import PREPASS, prepass
+    from attention.corpus.shards import _atomic_write, prepass_files
 
-    if model.head != "causal_lm" or not model.is_causal:
+    files = prepass_files(settings)
+    if "nll" in files and (model.head != "causal_lm" or not model.is_causal):
         raise Refused(f"--what nll measures a causal language model's next-piece loss; "
                       f"{model.name} is not one (it is {model.architecture}).")
-    if (out / PREPASS).is_file():
-        return
-    pre = prepass(model, texts, load(corpus_source), settings.sweeps)
-    _atomic_write(out / PREPASS, json.dumps(pre).encode())
+    for product, name in files.items():
+        if (out / name).is_file():
+            continue
+        if product == "nll":
+            from attention.sweeps.table import prepass
+            from attention.text.corpora import load
+
+            pre = prepass(model, texts, load(corpus_source), settings.sweeps)
+        else:
+            from attention.importance.product import prepass
+
+            pre = prepass(model, texts)
+        _atomic_write(out / name, json.dumps(pre).encode())
