@@ -58,32 +58,43 @@ def _few(table: pd.DataFrame, lang: str) -> str | None:
     return _t(lang, "too_few", texts=texts, min=MIN_TEXTS) if texts < MIN_TEXTS else None
 
 
+def _sides(g: pd.DataFrame, judge) -> tuple:
+    """A global summary read for its answer: the trained row, the no-scale row (None when
+    absent), the other settings, and how many settings lie on each side of the trained max
+    weight (sharper, flatter) with how many of each `judge` calls worse and better."""
+    base = g[g["family"] == "base"].iloc[0]
+    none = g[(g["family"] == "scale") & (g["variant"] == "none") & (g["layer"] < 0)]
+    others = g[g["family"] != "base"]
+    sharper = others[others["max_weight"] > base["max_weight"]]
+    flatter = others[others["max_weight"] <= base["max_weight"]]
+    count = lambda t, v: int((t.apply(judge, axis=1) == v).sum()) if len(t) else 0  # noqa: E731
+    n = {"sharper": len(sharper), "flatter": len(flatter),
+         "s_worse": count(sharper, "worse"), "s_better": count(sharper, "better"),
+         "f_worse": count(flatter, "worse"), "f_better": count(flatter, "better")}
+    return base, none.iloc[0] if len(none) else None, others, n
+
+
+def _sharper_word(row, base, lang: str) -> str:
+    return _t(lang, "sharper" if row["max_weight"] > base["max_weight"] else "flatter")
+
+
 def answer(g: pd.DataFrame, model: str, lang: str) -> list[str]:
     """At most three sentences: what removing the scale does, whether the sharper settings
     are the better ones, and whether a setting beats the trained model."""
     few = _few(g, lang)
     if few:
         return [few]
-    base = g[g["family"] == "base"].iloc[0]
+    base, none, others, n = _sides(g, verdict)
     out = []
-    none = g[(g["family"] == "scale") & (g["variant"] == "none") & (g["layer"] < 0)]
-    if len(none):
-        r = none.iloc[0]
-        out.append(_t(lang, f"scale_{verdict(r)}", model=model,
-                      sharper=_t(lang, "sharper" if r["max_weight"] > base["max_weight"]
-                                 else "flatter"),
-                      mw0=base["max_weight"], mw1=r["max_weight"], ppl0=base["ppl"],
-                      ppl1=r["ppl"], **_interval(r)))
-    others = g[g["family"] != "base"]
-    sharper = others[others["max_weight"] > base["max_weight"]]
-    flatter = others[others["max_weight"] <= base["max_weight"]]
-    count = lambda t, v: int((t.apply(verdict, axis=1) == v).sum()) if len(t) else 0  # noqa: E731
-    s_worse, s_better = count(sharper, "worse"), count(sharper, "better")
-    lead = "neither" if s_worse == len(sharper) and count(flatter, "worse") == len(flatter) \
-        else "not" if s_worse > s_better else "yes" if s_better > s_worse else "mixed"
-    out.append(_t(lang, "sharper_count", lead=_t(lang, f"lead_{lead}"), sharper=len(sharper), s_worse=count(sharper, "worse"),
-                  s_better=count(sharper, "better"), flatter=len(flatter),
-                  f_worse=count(flatter, "worse"), f_better=count(flatter, "better"),
+    if none is not None:
+        out.append(_t(lang, f"scale_{verdict(none)}", model=model,
+                      sharper=_sharper_word(none, base, lang), mw0=base["max_weight"],
+                      mw1=none["max_weight"], ppl0=base["ppl"], ppl1=none["ppl"],
+                      **_interval(none)))
+    lead = "neither" if n["s_worse"] == n["sharper"] and n["f_worse"] == n["flatter"] \
+        else "not" if n["s_worse"] > n["s_better"] \
+        else "yes" if n["s_better"] > n["s_worse"] else "mixed"
+    out.append(_t(lang, "sharper_count", lead=_t(lang, f"lead_{lead}"), **n,
                   texts=int(base["texts"])))
     best = others.sort_values("d_nll").iloc[0]
     key = {"better": "best_better", "unclear": "best_unclear", "worse": "best_worse"}[verdict(best)]
@@ -208,29 +219,17 @@ def pairs_answer(g: pd.DataFrame, model: str, lang: str) -> list[str]:
     few = _few_pairs(g, lang)
     if few:
         return [few]
-    base = g[g["family"] == "base"].iloc[0]
+    base, none, others, n = _sides(g, pair_verdict)
     out = []
-    none = g[(g["family"] == "scale") & (g["variant"] == "none") & (g["layer"] < 0)]
-    if len(none):
-        r = none.iloc[0]
-        out.append(_t(lang, f"pairs_scale_{pair_verdict(r)}", model=model,
-                      sharper=_t(lang, "sharper" if r["max_weight"] > base["max_weight"]
-                                 else "flatter"),
-                      mw0=base["max_weight"], mw1=r["max_weight"], acc0=base["accuracy"],
-                      **_pair_interval(r)))
-    others = g[g["family"] != "base"]
-    sharper = others[others["max_weight"] > base["max_weight"]]
-    flatter = others[others["max_weight"] <= base["max_weight"]]
-    count = lambda t, v: int((t.apply(pair_verdict, axis=1) == v).sum()) if len(t) else 0  # noqa: E731
-    s_worse, s_better = count(sharper, "worse"), count(sharper, "better")
-    f_worse, f_better = count(flatter, "worse"), count(flatter, "better")
-    lead = "neither" if s_better == 0 and f_better == 0 \
-        else "not" if s_worse > s_better \
-        else "flatter_worse" if s_better > s_worse and f_worse > f_better \
-        else "yes" if s_better > s_worse else "mixed"
-    out.append(_t(lang, "pairs_sharper_count", lead=_t(lang, f"lead_{lead}"),
-                  sharper=len(sharper), s_worse=s_worse, s_better=s_better,
-                  flatter=len(flatter), f_worse=f_worse, f_better=f_better,
+    if none is not None:
+        out.append(_t(lang, f"pairs_scale_{pair_verdict(none)}", model=model,
+                      sharper=_sharper_word(none, base, lang), mw0=base["max_weight"],
+                      mw1=none["max_weight"], acc0=base["accuracy"], **_pair_interval(none)))
+    lead = "neither" if n["s_better"] == 0 and n["f_better"] == 0 \
+        else "not" if n["s_worse"] > n["s_better"] \
+        else "flatter_worse" if n["s_better"] > n["s_worse"] and n["f_worse"] > n["f_better"] \
+        else "yes" if n["s_better"] > n["s_worse"] else "mixed"
+    out.append(_t(lang, "pairs_sharper_count", lead=_t(lang, f"lead_{lead}"), **n,
                   pairs=int(base["pairs"])))
     verdicts = others.apply(pair_verdict, axis=1)
     clear = others[verdicts == "better"] if (verdicts == "better").any() else others

@@ -120,33 +120,26 @@ def padded(rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, real
 
 
-def run_batch(model, rows: list[list[int]], settings, *, reference: float, fill=None,
-              share: bool = True) -> BatchResult:
-    """Every setting on one batch of texts (rows: each text's piece ids, at least 2 each)."""
-    settings = tuple(settings)
-    ids, real = padded(rows)
-    inputs = _inputs(model, ids, real)
-    sinks = torch.zeros(ids.shape[1], dtype=torch.bool)
-    sinks[0] = True                                                    # (n,) the first position
+def each_setting(model, real: torch.Tensor, settings: tuple, quality, *, reference: float,
+                 fill=None, sinks: torch.Tensor | None = None, share: bool = True) -> list:
+    """[(quality, Sharpness, first changed layer)] per setting: `quality(state)` runs one
+    forward under `state` and reduces it (so no setting's full output is kept). The
+    unmodified forward runs once with every layer's output kept; each other setting runs
+    from its first changed layer on, the layers below returning the kept outputs (share=False
+    recomputes from the start: the tests' check). real (b, n) bool: the real pieces."""
     blocks = layer_modules(model)
     kept: list = []
     hooks = [blk.register_forward_hook(lambda _m, _a, out: kept.append(out)) for blk in blocks]
     base = Sharpness(model.layers, model.heads, real)
     try:
-        base_logits = _forward(model, inputs, Forward(record=False, observe=base, sinks=sinks))
+        base_quality = quality(Forward(record=False, observe=base, sinks=sinks))
     finally:
         for h in hooks:
             h.remove()
-    base_nll = _nll(base_logits, ids, real)
-    del base_logits
-    nll, tops, ents = [], [], []
-    tokens = int(real.sum())
-    work = tokens * model.layers
+    out = []
     for s in settings:
         if s == BASE:
-            nll.append(base_nll)
-            tops.append(base.max)
-            ents.append(base.ent)
+            out.append((base_quality, base, 0))
             continue
         first = s.first if share else 0
         seen = Sharpness(model.layers, model.heads, real)
@@ -155,16 +148,30 @@ def run_batch(model, rows: list[list[int]], settings, *, reference: float, fill=
         state = Forward(plans=plans(ivs, model.layers, model.heads), sinks=sinks,
                         record=False, observe=seen, calls=first)
         with skipped(blocks, kept, first):
-            logits = _forward(model, inputs, state)
-        nll.append(_nll(logits, ids, real))
-        tops.append(seen.max)
-        ents.append(seen.ent)
-        work += tokens * (model.layers - first)
+            out.append((quality(state), seen, first))
+    return out
+
+
+def run_batch(model, rows: list[list[int]], settings, *, reference: float, fill=None,
+              share: bool = True) -> BatchResult:
+    """Every setting on one batch of texts (rows: each text's piece ids, at least 2 each)."""
+    settings = tuple(settings)
+    ids, real = padded(rows)                                           # (b, n), (b, n)
+    inputs = _inputs(model, ids, real)
+    sinks = torch.zeros(ids.shape[1], dtype=torch.bool)
+    sinks[0] = True                                                    # (n,) the first position
+    done = each_setting(model, real, settings,
+                        lambda state: _nll(_forward(model, inputs, state), ids, real),
+                        reference=reference, fill=fill, sinks=sinks, share=share)
+    tokens = int(real.sum())
+    work = tokens * model.layers + sum(tokens * (model.layers - first)
+                                       for s, (_, _, first) in zip(settings, done) if s != BASE)
     lengths = real.sum(dim=1)
-    return BatchResult(settings=settings, nll=torch.stack(nll).numpy(),
-                       predicted=(lengths - 1).numpy(), max_weight=torch.stack(tops).numpy(),
-                       entropy=torch.stack(ents).numpy(), rows=lengths.numpy(),
-                       layer_tokens=work)
+    return BatchResult(settings=settings, nll=torch.stack([d[0] for d in done]).numpy(),
+                       predicted=(lengths - 1).numpy(),
+                       max_weight=torch.stack([d[1].max for d in done]).numpy(),
+                       entropy=torch.stack([d[1].ent for d in done]).numpy(),
+                       rows=lengths.numpy(), layer_tokens=work)
 
 
 def mean_outputs(model, rows: list[list[int]], batch: int = 16) -> np.ndarray:

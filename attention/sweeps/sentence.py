@@ -23,11 +23,9 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from attention.models.interventions import plans
 from attention.models.registered import FORWARD, Forward
-from attention.sweeps.engine import Sharpness, _inputs, layer_modules, padded, skipped
+from attention.sweeps.engine import _inputs, each_setting, padded
 from attention.sweeps.pairs import COLUMNS, pair_settings
-from attention.sweeps.settings import BASE, interventions
 from attention.sweeps.table import _own, batches
 
 
@@ -60,34 +58,11 @@ def embed_batch(model, rows: list[list[int]], settings, *, reference: float,
     ids, real = padded(rows)                                           # (b, n), (b, n)
     inputs = _inputs(model, ids, real)
     inputs.pop("use_cache")                  # an encoder keeps no cache (BertModel refuses it)
-    blocks = layer_modules(model)
-    kept: list = []
-    hooks = [blk.register_forward_hook(lambda _m, _a, out: kept.append(out)) for blk in blocks]
-    base = Sharpness(model.layers, model.heads, real)
-    try:
-        base_emb = _embed(model, inputs, real, Forward(record=False, observe=base))
-    finally:
-        for h in hooks:
-            h.remove()
-    embs, tops, ents = [], [], []
-    for s in settings:
-        if s == BASE:
-            embs.append(base_emb)
-            tops.append(base.max)
-            ents.append(base.ent)
-            continue
-        first = s.first if share else 0
-        seen = Sharpness(model.layers, model.heads, real)
-        seen.max[:first], seen.ent[:first] = base.max[:first], base.ent[:first]
-        ivs = model.check(interventions(s, d_head=model.d_head, reference=reference))
-        state = Forward(plans=plans(ivs, model.layers, model.heads), record=False,
-                        observe=seen, calls=first)
-        with skipped(blocks, kept, first):
-            embs.append(_embed(model, inputs, real, state))
-        tops.append(seen.max)
-        ents.append(seen.ent)
-    return EmbedResult(settings=settings, embedding=torch.stack(embs).numpy(),
-                       max_weight=torch.stack(tops).numpy(), entropy=torch.stack(ents).numpy(),
+    done = each_setting(model, real, settings, lambda state: _embed(model, inputs, real, state),
+                        reference=reference, share=share)
+    return EmbedResult(settings=settings, embedding=torch.stack([d[0] for d in done]).numpy(),
+                       max_weight=torch.stack([d[1].max for d in done]).numpy(),
+                       entropy=torch.stack([d[1].ent for d in done]).numpy(),
                        rows=real.sum(dim=1).numpy())
 
 
