@@ -107,7 +107,7 @@ def do_job(model_source: str, corpus_source: str, out, *, engine: str = "local",
            on_progress: Callable[[int, int], None] | None = None, workers: int = 2,
            model=None) -> Path:
     """Do (or resume) the job; the output folder. Refused for anything a user got wrong.
-    model: an already loaded model for the local engine (the page's), else loaded here."""
+    model: an already loaded model (the page's; on Ray the prepass's), else loaded here."""
     from attention.corpus import engines
 
     out = Path(out)
@@ -118,7 +118,7 @@ def do_job(model_source: str, corpus_source: str, out, *, engine: str = "local",
         engines.check_ray()
     if model is None and engine == "local":
         model = load_model_for_job(model_source)
-    elif engine == "ray":
+    elif engine == "ray" and model is None:
         load_model_for_job(model_source)        # refuse here, before a cluster starts
     out.mkdir(parents=True, exist_ok=True)
     bs = settings.batch_size

@@ -1,5 +1,7 @@
 """`python -m attention.corpus ship`: run (or resume) the sweeps' corpus jobs and write their
-per-text rows under attention/data/sweeps (attention.sweeps.shipped), one command.
+per-text rows under attention/data/sweeps (attention.sweeps.shipped), one command; with
+`--importance`, the importance page's job (`--what importance`) over each bundled corpus and
+its record under attention/data/importance (ship_importance).
 
 The job sits above the measures it runs: this module drives the corpus job over the sweeps'
 `nll` product and ships through the sweeps' store; nothing in attention.sweeps imports the
@@ -71,9 +73,9 @@ def ship_importance(corpus: str, work: Path, *, engine: str = "local",
     model = load_model_for_job(source)
     texts = store.shipped_texts(corpus)
     out = Path(work) / f"{corpus.replace(':', '_')}-{store.code_key()}"
-    do_job(source, corpus, out, engine=engine, address=address, workers=workers,
-           model=model if engine == "local" else None, progress=progress,
-           settings=Settings(what=("importance",), batch_size=IMPORTANCE_SHARD))
+    do_job(source, corpus, out, engine=engine, address=address, workers=workers, model=model,
+           progress=progress, settings=Settings(what=("importance",),
+                                                batch_size=IMPORTANCE_SHARD))
     tables = {name: read_table(out, name) for name in product.TABLES}
     got, corpus_tables = record.build(model, source, texts, tables)
     key = store.key(source, texts)
