@@ -147,3 +147,13 @@ def test_importance_on_ray_equals_local(tiny, tmp_path, small):
     for table in product.TABLES:
         assert len(local[table]), table
         same(on_ray[table], local[table], table)
+
+
+def test_ship_importance_refusals_are_one_sentence_and_exit_2(capsys):
+    from attention.corpus.__main__ import main
+
+    assert main(["ship", "--importance", "--corpus", "my.txt"]) == 2     # not a shipped corpus
+    assert "bundled:en" in capsys.readouterr().err
+    assert main(["ship", "--importance", "--model", "m"]) == 2           # the bundled model only
+    assert main(["ship", "--work", "w"]) == 2                            # neither --model nor --importance
+    assert "--model" in capsys.readouterr().err
