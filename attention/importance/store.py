@@ -98,8 +98,8 @@ def results(source: str, texts, compute: Callable[[], diskcache.Record]) -> disk
 def fixed_key(source: str) -> str:
     """The key of the parts that do not depend on the corpus (record.FIXED) for a model."""
     return diskcache.fingerprint(FIXED_SOURCES, {"model": source, "part": "fixed",
-                                           "steps": PRUNING_STEPS, "n_boot": N_BOOT,
-                                           "seed": SEED, "orders": ORDERS})
+                                                 "steps": PRUNING_STEPS, "n_boot": N_BOOT,
+                                                 "seed": SEED, "orders": ORDERS})
 
 
 def fixed_path(source: str, directory: Path | None = None) -> Path:
