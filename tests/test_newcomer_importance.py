@@ -16,7 +16,7 @@ from attention import config, models as M
 from attention.conclusions import unknown
 from attention.importance import store
 from attention.i18n import translate
-from attention.importance import curves, shipped
+from attention.importance import curves, live
 from attention.importance.tokens import token_importance
 from attention.spec import AttentionSpec
 from attention.ui import estimate
@@ -155,10 +155,10 @@ def test_the_corpus_free_parts_are_computed_once_per_model(small, monkeypatch, t
     monkeypatch.setattr(curves, "random_curves", random_curves)
     monkeypatch.setattr(curves, "paired_sweep", paired_sweep)
     monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path))  # nothing stored before
-    first = shipped.compute(small, EN)
+    first = live.compute(small, EN)
     once = dict(calls)
     assert once["random"] > 0 and once["sweep"] > 0
-    second = shipped.compute(small, EN[:2] + ["birds sing in the morning"])
+    second = live.compute(small, EN[:2] + ["birds sing in the morning"])
     assert calls == once                                   # nothing corpus-free recomputed
     model = M.load_model(small, trusted=True)
     want = real_random(model, ["unrelated"], range(store.ORDERS), orders=store.ORDERS,
@@ -166,4 +166,4 @@ def test_the_corpus_free_parts_are_computed_once_per_model(small, monkeypatch, t
     np.testing.assert_allclose(second.frames["pruning"]["random_mean"], want.mean(axis=0),
                                atol=1e-9)
     np.testing.assert_allclose(second.frames["sweep"]["diff"], first.frames["sweep"]["diff"])
-    assert shipped.work(small, EN)["pruning"] == 0.0       # and the estimate knows it
+    assert live.work(small, EN)["pruning"] == 0.0       # and the estimate knows it

@@ -13,7 +13,7 @@ from attention.conclusions.importance import conclusions
 from attention.errors import UserError
 from attention import diskcache
 from attention.importance import store
-from attention.importance import shipped
+from attention.importance import live
 from attention.spec import AttentionSpec
 from tests.apptest import chart_frames, open_page
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
@@ -28,7 +28,7 @@ def record():
     texts = store.shipped_texts()
     got = diskcache.read(store.shipped_path(), store.key(M.BUNDLED, texts))
     assert got is not None, ("the shipped importance results are not those of this code: "
-                             "run .venv/bin/python scripts/ship_importance.py")
+                             "run .venv/bin/python -m attention.corpus ship --importance")
     return got
 
 
@@ -52,7 +52,7 @@ def _open(lang, monkeypatch, **view):
     from the shipped file."""
     def refuse(*_a, **_k):
         raise AssertionError("the default view computed something")
-    monkeypatch.setattr(shipped, "compute", refuse)
+    monkeypatch.setattr(live, "compute", refuse)
     return open_page(PAGE, AttentionSpec(), timeout=300, lang=lang, **view)
 
 
@@ -165,10 +165,10 @@ def test_a_corpus_not_shipped_is_computed_once_then_read(tiny, monkeypatch):
     from attention.ui.views import importance as view
 
     calls = []
-    real = shipped.compute
+    real = live.compute
     monkeypatch.setattr(store, "N_BOOT", 50)
     monkeypatch.setattr(store, "ORDERS", 2)
-    monkeypatch.setattr(shipped, "compute",
+    monkeypatch.setattr(live, "compute",
                         lambda *a, **k: calls.append(a[1]) or real(*a, **k))
     monkeypatch.setattr(view, "model_source", lambda spec: str(tiny["bert_base"]))
     monkeypatch.setenv(config.ENV_LOCAL, "1")        # a local folder, as `make run` permits

@@ -4,6 +4,8 @@
        [--sweeps global,layers,heads] [--limit N]        (nll: a causal LM's sweeps)
 python -m attention.corpus ship --model MODEL --work DIR [--sweeps global,layers,heads] [--now]
 python -m attention.corpus ship --model SENTENCE_MODEL --pairs bundled:en [--sweeps global,layers]
+python -m attention.corpus ship --importance [--corpus C] [--work DIR] [--engine ray --workers 2]
+                                   (the importance page's records of the bundled corpora)
 python -m attention.corpus embed --out DIR [--heads all|L.H,...]   (the global view's maps)
 
 Every refusal is one sentence on stderr and exit code 2 (docs/corpus.md)."""
@@ -29,15 +31,20 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", default="local", choices=("local", "ray"))
     r.add_argument("--address", default=None)
     r.add_argument("--batch-size", type=int, default=32)
-    r.add_argument("--what", default="stats,qk")
+    r.add_argument("--what", default="stats,qk",
+                   help="stats, qk, importance (the importance page's rows), nll")
     r.add_argument("--sample", type=int, default=8, help="pieces per text whose q and k are kept")
     r.add_argument("--workers", type=int, default=2, help="Ray actors (each loads the model)")
     r.add_argument("--sweeps", default="global", help="nll: global,layers,heads")
     r.add_argument("--limit", type=int, default=0, help="the corpus's first N texts (0: all)")
     r.add_argument("--quiet", action="store_true")
-    s = sub.add_parser("ship", help="run (or resume) the causal-LM sweeps and ship their rows")
-    s.add_argument("--model", required=True)
-    s.add_argument("--corpus", default="bundled:en")
+    s = sub.add_parser("ship", help="run (or resume) the causal-LM sweeps, or with --importance "
+                       "the importance page's rows, and ship them")
+    s.add_argument("--model", default=None, help="required but with --importance")
+    s.add_argument("--corpus", default=None, help="default bundled:en (with --importance: "
+                   "every bundled corpus whose records ship)")
+    s.add_argument("--importance", action="store_true",
+                   help="the importance page's records (the bundled model)")
     s.add_argument("--work", default=None, help="the jobs' folders (kept: a rerun resumes)")
     s.add_argument("--pairs", default=None,
                    help="a sentence model's retrieval sweeps over this pair set instead")
@@ -92,6 +99,12 @@ def _ship(args) -> int:
     from attention.sweeps.settings import SWEEPS
     from attention.corpus.ship import ship
 
+    if args.importance:
+        return _ship_importance(args)
+    if not args.model:
+        sys.stderr.write("ship needs --model MODEL (or --importance).\n")
+        return 2
+    args.corpus = args.corpus or "bundled:en"
     if args.pairs:
         return _ship_pairs(args)
     if not args.work:
@@ -105,6 +118,30 @@ def _ship(args) -> int:
                      address=args.address, workers=args.workers, now=args.now,
                      progress=not args.quiet):
         print(f"Wrote {path.name}")
+    return 0
+
+
+def _ship_importance(args) -> int:
+    from pathlib import Path
+
+    from attention import diskcache
+    from attention.corpus.ship import ship_importance
+    from attention.importance import store
+
+    corpora = [args.corpus] if args.corpus else list(store.SHIPPED_CORPORA)
+    if any(c not in store.SHIPPED_CORPORA for c in corpora):
+        sys.stderr.write(f"--importance ships the records of {', '.join(store.SHIPPED_CORPORA)}, "
+                         f"not {args.corpus!r}.\n")
+        return 2
+    if args.model or args.pairs or args.sweeps or args.now:
+        sys.stderr.write("--importance takes --corpus, --work, --engine, --address and "
+                         "--workers only (the bundled model).\n")
+        return 2
+    work = Path(args.work) if args.work else diskcache.cache_dir() / "importance-work"
+    for corpus in corpora:
+        path = ship_importance(corpus, work, engine=args.engine, address=args.address,
+                               workers=args.workers, progress=not args.quiet)
+        print(f"Wrote {path.name} ({corpus}, {path.stat().st_size / 1024:.0f} kB)")
     return 0
 
 

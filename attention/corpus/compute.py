@@ -11,8 +11,14 @@ to float error; tests/test_corpus_job.py checks 1e-5 against `batched=False`, on
     pieces      piece of every text: text_id, position, token, special
     stats       (text, layer, head): Clark et al.'s HEAD_COLUMNS and the SINK_COLUMNS
     qk          (text, layer, head, sampled piece): position, token, q, k (lists of d_head)
-    importance  whatever attention.importance.token_importance returns, with text_id
+    importance, faithfulness, heads   the importance page's per-text rows
+                (attention.importance.product: token importance of each piece, each text's
+                comprehensiveness per method and fraction, head importance of each of the
+                first texts), with text_id
     nll         (text, setting): a causal LM's NLL and sharpness (attention.sweeps.table)
+
+`importance` and `nll` read corpus-level inputs computed once before any shard (the job's
+prepass, by product), so a table computed in shards equals the table computed whole.
 
 The sampled pieces (`settings.sample` per text, the same for every head) are drawn by a
 generator seeded with (SEED, text_id): a text's sample does not depend on its batch or engine.
@@ -37,7 +43,7 @@ WHAT = ("stats", "importance", "qk", "nll")
 CAPTURED = ("stats", "qk")    # products read from a forward that keeps every weight
 DEFAULT_WHAT = ("stats", "qk")
 DEFAULT_SAMPLE = 8
-TABLES = ("texts", "pieces", "stats", "qk", "importance", "nll")
+TABLES = ("texts", "pieces", "stats", "qk", "importance", "faithfulness", "heads", "nll")
 
 
 @dataclass(frozen=True)
@@ -159,20 +165,24 @@ def capture(model, texts: list[str], *, batched: bool = True,
     return [_forward_group(model, g, [encoded[i][0] for i in g]) for g in groups], errors
 
 
-def _importance(model, texts: list[str], ids: list[int]) -> pd.DataFrame | None:
-    """token_importance per text (a text it refuses is left out), with text_id."""
-    from attention.importance import token_importance
+def _importance(model, texts: list[str], ids: list[int], errors: list[str], index: list[int],
+                pre: dict) -> dict[str, pd.DataFrame]:
+    """The importance page's rows of the texts the page can measure (a text it refuses gets
+    the sentence why in `errors`)."""
+    from attention.importance.product import text_tables
+    from attention.importance.tokens import check_texts
 
-    frames = []
-    for text_id, text in zip(ids, texts):
+    ok = []
+    for j, text in enumerate(texts):
         try:
-            frame = token_importance(model, [text])
-        except UserError:
+            check_texts(model, [text])
+        except UserError as err:
+            errors[index[j]] = err.message("en")
             continue
-        frame = frame.drop(columns=[c for c in ("text",) if c in frame.columns])
-        frame.insert(0, "text_id", text_id)
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else None
+        ok.append(j)
+    if not ok:
+        return {}
+    return text_tables(model, [ids[j] for j in ok], [texts[j] for j in ok], pre)
 
 
 def _pieces(group: Group, text_ids: list[int], special: set[int]) -> pd.DataFrame:
@@ -241,7 +251,8 @@ def _nll(model, first_id: int, groups: list[Group], errors: list[str], settings:
 def compute_shard(model, first_id: int, texts: list[str], settings: Settings,
                   *, batched: bool = True, prepass: dict | None = None) -> dict[str, pd.DataFrame]:
     """The tables of texts[0..] with ids first_id, first_id + 1, ... (module docstring).
-    prepass: the corpus-level inputs of `nll` (attention.sweeps.table.prepass)."""
+    prepass: the corpus-level inputs by product ({"nll": attention.sweeps.table.prepass,
+    "importance": attention.importance.product.prepass})."""
     if any(w in CAPTURED for w in settings.what):
         groups, errors = capture(model, texts, batched=batched, limit=settings.batch_size)
     else:
@@ -259,8 +270,14 @@ def compute_shard(model, first_id: int, texts: list[str], settings: Settings,
             frames["stats"].append(_stats(group, text_ids, special, cls, sep))
         if "qk" in settings.what:
             frames["qk"].append(_qk(group, text_ids, settings.sample))
-    nll = _nll(model, first_id, groups, errors, settings, prepass or {}) \
+    prepass = prepass or {}
+    nll = _nll(model, first_id, groups, errors, settings, prepass.get("nll") or {}) \
         if "nll" in settings.what else None      # before "texts": it records texts too short
+    rows = {}
+    if "importance" in settings.what:             # before "texts": it records texts refused
+        ok = [i for i, err in enumerate(errors) if not err]
+        rows = _importance(model, [texts[i] for i in ok], [first_id + i for i in ok], errors,
+                           ok, prepass["importance"])
     tables = {"texts": pd.DataFrame({"text_id": np.arange(first_id, first_id + len(texts)),
                                      "text": texts, "pieces": pieces, "error": errors})}
     tables["pieces"] = _concat(frames["pieces"], ["text_id", "position", "token", "special"])
@@ -268,11 +285,7 @@ def compute_shard(model, first_id: int, texts: list[str], settings: Settings,
         if name in settings.what:
             tables[name] = _concat(frames[name], None)
     tables["nll"] = nll
-    if "importance" in settings.what:
-        ok = [i for i, err in enumerate(errors) if not err]
-        imp = _importance(model, [texts[i] for i in ok], [first_id + i for i in ok])
-        if imp is not None:
-            tables["importance"] = imp
+    tables.update(rows)
     return {name: frame for name, frame in tables.items() if frame is not None}
 
 

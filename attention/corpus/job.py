@@ -107,7 +107,7 @@ def do_job(model_source: str, corpus_source: str, out, *, engine: str = "local",
            on_progress: Callable[[int, int], None] | None = None, workers: int = 2,
            model=None) -> Path:
     """Do (or resume) the job; the output folder. Refused for anything a user got wrong.
-    model: an already loaded model for the local engine (the page's), else loaded here."""
+    model: an already loaded model (the page's; on Ray the prepass's), else loaded here."""
     from attention.corpus import engines
 
     out = Path(out)
@@ -118,7 +118,7 @@ def do_job(model_source: str, corpus_source: str, out, *, engine: str = "local",
         engines.check_ray()
     if model is None and engine == "local":
         model = load_model_for_job(model_source)
-    elif engine == "ray":
+    elif engine == "ray" and model is None:
         load_model_for_job(model_source)        # refuse here, before a cluster starts
     out.mkdir(parents=True, exist_ok=True)
     bs = settings.batch_size
@@ -126,7 +126,7 @@ def do_job(model_source: str, corpus_source: str, out, *, engine: str = "local",
     manifest["shards_done"] = sorted(done)
     write_manifest(out, manifest)
     pending = [i for i in range(manifest["shards"]) if i not in done]
-    if "nll" in settings.what and pending:
+    if pending and set(settings.what) & {"nll", "importance"}:
         _prepass(model or load_model_for_job(model_source), corpus_source, texts, out, settings)
     texts_done = sum(len(texts[i * bs:(i + 1) * bs]) for i in done)
     bar = ProgressBar(len(texts), texts_done, progress, on_progress)
@@ -158,17 +158,27 @@ def do_job(model_source: str, corpus_source: str, out, *, engine: str = "local",
 
 
 def _prepass(model, corpus_source: str, texts: list[str], out: Path, settings: Settings) -> None:
-    """The corpus-level inputs of `nll`, once per run (kept in the folder, atomically)."""
+    """The corpus-level inputs of each product that has them (shards.prepass_files), once per
+    run, before any shard (kept in the folder, written atomically): a shard never computes
+    them from its own texts."""
     import json
 
-    from attention.corpus.shards import _atomic_write
-    from attention.text.corpora import load
-    from attention.sweeps.table import PREPASS, prepass
+    from attention.corpus.shards import _atomic_write, prepass_files
 
-    if model.head != "causal_lm" or not model.is_causal:
+    files = prepass_files(settings)
+    if "nll" in files and (model.head != "causal_lm" or not model.is_causal):
         raise Refused(f"--what nll measures a causal language model's next-piece loss; "
                       f"{model.name} is not one (it is {model.architecture}).")
-    if (out / PREPASS).is_file():
-        return
-    pre = prepass(model, texts, load(corpus_source), settings.sweeps)
-    _atomic_write(out / PREPASS, json.dumps(pre).encode())
+    for product, name in files.items():
+        if (out / name).is_file():
+            continue
+        if product == "nll":
+            from attention.sweeps.table import prepass
+            from attention.text.corpora import load
+
+            pre = prepass(model, texts, load(corpus_source), settings.sweeps)
+        else:
+            from attention.importance.product import prepass
+
+            pre = prepass(model, texts)
+        _atomic_write(out / name, json.dumps(pre).encode())

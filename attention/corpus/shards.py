@@ -45,6 +45,9 @@ def identity(model: str, corpus: str, texts: list[str], settings: Settings) -> d
     if tuple(settings.what) == ("nll",):      # only the code that changes its numbers
         from attention.sweeps.shipped import code_key
         version = code_key()
+    elif tuple(settings.what) == ("importance",):
+        from attention.importance.store import code_key
+        version = code_key()
     else:
         version = code_version()
     return {"format": FORMAT, "model": model, "corpus": corpus, "corpus_digest": digest(texts),
@@ -89,6 +92,29 @@ def write_shard(out: Path, index: int, tables: dict[str, pd.DataFrame]) -> list[
     return sorted(names)
 
 
+def prepass_files(settings: Settings) -> dict[str, str]:
+    """{product: the file of its corpus-level inputs} for the products of a run that have
+    them (written once by the job before any shard: attention.corpus.job)."""
+    out = {}
+    if "nll" in settings.what:
+        from attention.sweeps.table import PREPASS
+        out["nll"] = PREPASS
+    if "importance" in settings.what:
+        from attention.importance.product import PREPASS
+        out["importance"] = PREPASS
+    return out
+
+
+def read_prepass(out: Path, settings: Settings) -> dict:
+    """{product: its prepass} of the run in `out` (those written)."""
+    got = {}
+    for product, name in prepass_files(settings).items():
+        path = Path(out) / name
+        if path.is_file():
+            got[product] = json.loads(path.read_text(encoding="utf-8"))
+    return got
+
+
 def shard_done(out: Path, index: int, tables: list[str]) -> bool:
     return all((Path(out) / t / shard_name(index)).is_file() for t in tables)
 
@@ -97,11 +123,7 @@ def process_shard(model, out: Path, index: int, texts: list[str], settings: Sett
     """The one per-batch function both engines call: compute shard `index` of `texts` (the
     shard's own texts) and write it. Returns {"shard", "texts", "tables"}."""
     first = index * settings.batch_size
-    prepass = None
-    if "nll" in settings.what:
-        from attention.sweeps.table import read_prepass
-        prepass = read_prepass(out)
-    tables = compute_shard(model, first, texts, settings, prepass=prepass)
+    tables = compute_shard(model, first, texts, settings, prepass=read_prepass(out, settings))
     names = write_shard(out, index, tables)
     return {"shard": index, "texts": len(texts), "tables": names}
 

@@ -19,7 +19,9 @@ gradient x input: ||J_j x_j|| (sentence model), d log p / dx_j . x_j (LMs); inte
 gradients: Captum's LayerIntegratedGradients on the word embeddings, on
 s(x) = cos(e(x), e(text)) or the log p. Modules: batch (batched forwards, gates, chunks),
 targets, tokens, heads, concordance (agreement), erasure (faithfulness), curves; the page's
-results (store: keyed, shipped, read without torch; shipped: computed).
+results: product (the corpus job's per-text rows, `--what importance`), record (the page's
+record assembled from them), live (a visitor's corpus computed while they wait), store
+(keyed, shipped, read without torch; `python -m attention.corpus ship --importance`).
 
 The face names the API a caller needs; the plumbing (batched forwards, single methods,
 targets, the store) is imported from its module (`from attention.importance import batch`).

@@ -83,8 +83,10 @@ def split_name(name: str) -> tuple[str, float]:
     return (m["family"], float(m["layer"])) if m else (name, float("nan"))
 
 
-def with_baselines(table: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
-    """`table` plus the baseline columns (module docstring)."""
+def with_baselines(table: pd.DataFrame, seed: int = 0, counts: dict | None = None) -> pd.DataFrame:
+    """`table` plus the baseline columns (module docstring). counts: each piece's count over
+    the whole corpus when `table` holds a part of it (inverse_frequency is then the corpus's,
+    so parts equal the whole); by default the table's own counts."""
     out = table.copy()
     codes = out["text"].to_numpy()
     order = np.argsort(codes, kind="stable")
@@ -99,8 +101,8 @@ def with_baselines(table: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
         out["position_end"] = out.groupby("text")["position"].transform("max").astype(float) \
             - position
     if "token" in out:
-        counts = out["token"].map(out["token"].value_counts())
-        out["inverse_frequency"] = -np.log(counts.astype(float))
+        found = out["token"].map(out["token"].value_counts() if counts is None else counts)
+        out["inverse_frequency"] = -np.log(found.astype(float))
     return out
 
 

@@ -96,23 +96,35 @@ def faithfulness(model, texts, fractions=FRACTIONS, table: pd.DataFrame | None =
 def per_text(model, texts, fractions, table: pd.DataFrame, *, seed: int = 0, which=None,
              progress=None, changes=None) -> tuple[np.ndarray, list[str]]:
     """(value (texts, methods, fractions) of each text's change, NaN where left out; the
-    methods). which: the text indices to measure (None = all; the others stay NaN), so a
-    corpus can be measured in parts and the parts' values combined."""
+    methods). which: the text indices to measure (None = all; the others stay NaN)."""
     texts = list(texts)
+    wanted = range(len(texts)) if which is None else which
+    got, methods = text_changes(model, {int(i): texts[int(i)] for i in wanted}, fractions,
+                                table, seed=seed, progress=progress, changes=changes)
+    value = np.full((len(texts), len(methods), len(fractions)), np.nan)  # change per text
+    for index, rows in got.items():
+        value[index] = rows
+    return value, methods
+
+
+def text_changes(model, texts: dict[int, str], fractions, table: pd.DataFrame, *,
+                 seed: int = 0, counts: dict | None = None, progress=None,
+                 changes=None) -> tuple[dict[int, np.ndarray], list[str]]:
+    """({text id: (methods, fractions) change, NaN where a method leaves the text out}, the
+    methods) for the texts of `table` (its `text` column: the ids of `texts`) that `texts`
+    names. counts: the corpus's piece counts (concordance.with_baselines) when `table` is a
+    part of the corpus, so that a text's rows do not depend on the part it is measured in."""
     changes = changes or _target_changes
-    full = with_baselines(table, seed)
+    full = with_baselines(table, seed, counts)
     methods = methods_of(table, against="") + [b for b in BASELINES if b in full]
-    t_count = len(texts)
-    value = np.full((t_count, len(methods), len(fractions)), np.nan)   # change per text
-    wanted = None if which is None else set(int(i) for i in which)
-    groups = [(i, g) for i, g in full.groupby("text", sort=True)
-              if wanted is None or int(i) in wanted]
+    groups = [(int(i), g) for i, g in full.groupby("text", sort=True) if int(i) in texts]
+    out = {}
     for t, (index, rows) in enumerate(groups):
         rows = rows.sort_values("position")
         removable = ~rows["special"].astype(bool).to_numpy()
         if "occlusion" in rows:
             removable &= rows["occlusion"].notna().to_numpy()
-        ids = _ids(model, texts[int(index)], rows)
+        ids = _ids(model, texts[index], rows)
         if getattr(model, "head", None) == "masked_lm":                # m is read, never removed
             from attention.importance.targets import default_mask_at
 
@@ -124,14 +136,16 @@ def per_text(model, texts, fractions, table: pd.DataFrame, *, seed: int = 0, whi
             per_method.append(got)
             for s in got or ():
                 sets.setdefault(s, len(sets))
+        value = np.full((len(methods), len(fractions)), np.nan)
         if sets:
-            measured = changes(model, texts[int(index)], ids, list(sets))
+            measured = changes(model, texts[index], ids, list(sets))
             for m, got in enumerate(per_method):
                 if got is not None:
-                    value[int(index), m] = [measured[sets[s]] for s in got]
+                    value[m] = [measured[sets[s]] for s in got]
+        out[index] = value
         if progress is not None:
             progress((t + 1) / max(len(groups), 1))
-    return value, methods
+    return out, methods
 
 
 def _ids(model, text: str, rows: pd.DataFrame) -> list[int]:

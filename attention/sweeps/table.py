@@ -14,9 +14,6 @@ ablation) come from `prepass`, computed over the whole corpus before any shard, 
 computed in shards equals the table computed whole."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
@@ -39,11 +36,6 @@ def prepass(model, texts: list[str], corpus: list[str], sweeps) -> dict:
                       key=len)
         out["fill"] = mean_outputs(model, rows).tolist()
     return out
-
-
-def read_prepass(out: Path) -> dict | None:
-    path = Path(out) / PREPASS
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def _ids(model, text: str) -> list[int] | None:

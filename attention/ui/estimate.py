@@ -11,7 +11,7 @@ shares them), never from a figure written in the code.
 A rate is the last run's seconds per unit of work (a piece, a forward pass): the work of one
 kind scales with its units, so the next run's estimate is rate x its units. The first run of
 a kind in a process has no rate yet: its caller times a small probe of the same work first
-(attention.importance.shipped.probe, the corpus job on one text) and says so.
+(attention.importance.live.probe, the corpus job on one text) and says so.
 """
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ def results(source: str, texts: tuple[str, ...], note):
     what = ("importance", source, corpora.digest(list(texts)))
 
     def compute():
-        from attention.importance import shipped     # torch: only to compute ("Imports")
+        from attention.importance import live     # torch: only to compute ("Imports")
 
         seconds, probed = expected(source, texts)
         estimate.before(note, seconds, probed)
@@ -85,10 +85,10 @@ def results(source: str, texts: tuple[str, ...], note):
         timings: dict[str, float] = {}
         try:
             record, took = estimate.timed(
-                lambda: shipped.compute(source, list(texts), progress, timings))
+                lambda: live.compute(source, list(texts), progress, timings))
         finally:
             bar.empty()
-        units = shipped.work(source, list(texts)) if timings else {}
+        units = live.work(source, list(texts)) if timings else {}
         for stage, spent in timings.items():
             estimate.RATES.record(("importance", source, stage), spent, units.get(stage, 0))
         estimate.after(note, what, took, seconds)
@@ -101,14 +101,14 @@ def results(source: str, texts: tuple[str, ...], note):
 def expected(source: str, texts) -> tuple[float, bool]:
     """(seconds the computation should take, whether a probe timed just now gave the rate):
     each stage's units times its rate from an earlier run on this server, else the probe's
-    forward pass times the stage's calibration (shipped.FORWARDS)."""
-    from attention.importance import shipped
+    forward pass times the stage's calibration (live.FORWARDS)."""
+    from attention.importance import live
 
-    units = shipped.work(source, list(texts))
+    units = live.work(source, list(texts))
     rates = {stage: estimate.RATES.rate(("importance", source, stage)) for stage in units}
     probed = any(rates[s] is None for s in units if units[s])
-    forward = shipped.probe(source, texts) if probed else 0.0
-    seconds = sum(u * (rates[s] if rates[s] is not None else forward * shipped.FORWARDS[s])
+    forward = live.probe(source, texts) if probed else 0.0
+    seconds = sum(u * (rates[s] if rates[s] is not None else forward * live.FORWARDS[s])
                   for s, u in units.items())
     return seconds, probed
 
