@@ -179,3 +179,17 @@ def test_sweep_caption_states_the_heads_and_tokens_the_sweep_used():
         variant = "scaled" if row.scaled else "unscaled"
         got = drawn.query("d_k == @row.d_k and variant == @variant")["value"].item()
         assert got == pytest.approx(row.max_weight, rel=1e-6)
+
+
+def test_a_figures_download_menu_makes_its_buttons_only_when_opened():
+    """The Download menu under a figure is lazy: closed on first paint (no buttons, no
+    one-chart figure built), its PNG and SVG buttons there once it is opened."""
+    from tests.apptest import open_menu
+
+    at = open_page(PAGE, SPEC)
+    assert not at.exception
+    ids = lambda: " ".join(b.proto.id for b in at.get("download_button"))   # noqa: E731
+    assert "png_score_distribution" not in ids()
+    at = open_menu(at, "sc_menu_score_distribution")
+    assert not at.exception
+    assert "png_score_distribution" in ids() and "svg_score_distribution" in ids()

@@ -28,6 +28,7 @@ from attention.ui.state import view_widget
 from attention.ui.text import lang, t
 
 HEAD_VIEW = "sc_head"    # URL key: sc_<name> on this page (docs/architecture.md)
+MENU = "sc_menu_"        # a figure's Download menu: its files made only while it is open
 ONE_AHEAD_FORMAT = "%.3e"   # the one-logit-ahead table's weights and norms, one format
 METRIC_FORMATS = {"entropy": "{:.3f}", "effective_tokens": "{:.2f}", "max_weight": "{:.3f}",
                   "jacobian_norm": "{:.4f}", "saturated": "{:.1%}"}
@@ -120,7 +121,7 @@ def draw_distributions(stats: pd.DataFrame, hist: pd.DataFrame) -> None:
                  bins=len(hist) // len(scorestats.SERIES)))
     chart = charts.score_distribution_panels(hist, stats, lang())
     show(chart)
-    chart_buttons(chart, "score_distribution")
+    chart_buttons(chart, "score_distribution", key=MENU + "score_distribution")
 
 
 def draw_row_metrics(analysis: Analysis, heads: list[int]) -> None:
@@ -135,7 +136,7 @@ def draw_row_metrics(analysis: Analysis, heads: list[int]) -> None:
         st.caption(t("scores.rows_hist_caption", n=analysis.n, rows=len(heads) * analysis.n))
         chart = charts.row_metric_hist_panels(scorestats.row_metric_bins(analysis, heads), lang())
     show(chart)
-    chart_buttons(chart, "row_metrics")
+    chart_buttons(chart, "row_metrics", key=MENU + "row_metrics")
 
 
 def draw_sweep(spec: AttentionSpec, sweep: pd.DataFrame, d_k: int) -> None:
@@ -147,7 +148,7 @@ def draw_sweep(spec: AttentionSpec, sweep: pd.DataFrame, d_k: int) -> None:
         st.caption(t("scores.sweep_pretrained"))
     chart = charts.sweep_panels(sweep, lang(), temperature=spec.temperature, current_dk=d_k)
     show(chart)
-    chart_buttons(chart, "dk_sweep")
+    chart_buttons(chart, "dk_sweep", key=MENU + "dk_sweep")
 
 
 def draw_saturation(analysis: Analysis, heads: list[int]) -> None:
@@ -162,7 +163,7 @@ def draw_saturation(analysis: Analysis, heads: list[int]) -> None:
     chart = charts.saturation_chart(points, saturation.saturation_curve(analysis.n), analysis.n,
                                     lang())
     show(chart, width="stretch")
-    chart_buttons(chart, "saturation")
+    chart_buttons(chart, "saturation", key=MENU + "saturation")
 
 
 def draw_why() -> None:
