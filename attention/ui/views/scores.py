@@ -2,11 +2,16 @@
 1/sqrt(d_k), the d_k sweep, saturation, and why the sharper attention is not the better one.
 
 Everything is drawn from the cached Analysis and d_k sweep of the sidebar's spec; the head
-picker (kept in the URL as ?sc_head=) only re-slices them. The page script stays a few calls:
+picker (kept in the URL as ?sc_head=) only re-slices them. One figure of FIGURES is drawn at
+a time, chosen by the Figure buttons (kept in the URL as ?sc_figure=): all four on first
+paint were 13 Vega views, most of a cold link's time in the browser. The page script stays a
+few calls:
 
-    draw_scores(spec)
+    draw_scores(spec, page.view)
 """
 from __future__ import annotations
+
+from typing import Callable
 
 import pandas as pd
 import streamlit as st
@@ -28,6 +33,8 @@ from attention.ui.state import view_widget
 from attention.ui.text import lang, t
 
 HEAD_VIEW = "sc_head"    # URL key: sc_<name> on this page (docs/architecture.md)
+FIGURE_VIEW = "sc_figure"   # URL key of the figure shown
+FIGURES = ("scores", "rows", "sweep", "saturation")   # the Figure buttons, in page order
 MENU = "sc_menu_"        # a figure's Download menu: its files made only while it is open
 ONE_AHEAD_FORMAT = "%.3e"   # the one-logit-ahead table's weights and norms, one format
 METRIC_FORMATS = {"entropy": "{:.3f}", "effective_tokens": "{:.2f}", "max_weight": "{:.3f}",
@@ -49,8 +56,10 @@ FORMULAS = (
 )
 
 
-def draw_scores(spec: AttentionSpec) -> None:
-    """Every section of the page, in order, for the sidebar's spec."""
+def draw_scores(spec: AttentionSpec,
+                view: Callable[..., None] = lambda draw, *args: draw(*args)) -> None:
+    """Every section of the page, in order, for the sidebar's spec; the figure section is
+    drawn by `view` (layout.Page.view: a click on the Figure buttons reruns only it)."""
     analysis = cache.analysis(spec)
     if analysis.n < 2:    # every row is one weight of 1: no spread, no saturation to measure
         st.info(t("scores.one_token"), icon=":material/info:")
@@ -64,10 +73,7 @@ def draw_scores(spec: AttentionSpec) -> None:
     summary = scorestats.summary(analysis, heads)
     draw_summary(summary, stats)
     draw_findings(summary, stats, sweep, d_k)
-    draw_distributions(stats, hist)
-    draw_row_metrics(analysis, heads)
-    draw_sweep(spec, sweep, d_k)
-    draw_saturation(analysis, heads)
+    view(draw_figure, spec, head)
     draw_why()
     draw_downloads(analysis, heads, sweep)
 
@@ -81,6 +87,29 @@ def pick_head(analysis: Analysis) -> int | None:
         format_func=lambda v: t("scores.head_all") if v == "all" else t("scores.head_one", head=v),
         width=260)
     return None if choice == "all" else choice
+
+
+def pick_figure() -> str:
+    """Which figure is drawn, kept in the URL as ?sc_figure= (an unknown value: the first)."""
+    return view_widget(FIGURE_VIEW, st.segmented_control, default=FIGURES[0], cast=str,
+                       valid=FIGURES.__contains__, label=t("scores.figure"), options=FIGURES,
+                       required=True, format_func=lambda f: t(f"scores.figure_{f}"),
+                       help=t("scores.figure_help"))
+
+
+def draw_figure(spec: AttentionSpec, head: int | None) -> None:
+    """The Figure buttons and the one figure they name, from the cached results (lookups)."""
+    figure = pick_figure()
+    analysis = cache.analysis(spec)
+    heads = scorestats.head_list(analysis, head)
+    if figure == "scores":
+        draw_distributions(*cache.score_distribution(spec, head))
+    elif figure == "rows":
+        draw_row_metrics(analysis, heads)
+    elif figure == "sweep":
+        draw_sweep(spec, cache.sweep(spec), analysis.q.shape[-1])
+    else:
+        draw_saturation(analysis, heads)
 
 
 def draw_summary(summary: pd.DataFrame, stats: pd.DataFrame) -> None:
