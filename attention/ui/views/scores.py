@@ -202,13 +202,20 @@ def draw_why() -> None:
     why, demo = st.columns([3, 2], gap="large")
     why.markdown(t("scores.why_body"))
     demo.caption(t("scores.one_ahead"))
-    # one number format for both columns: the Jacobian falls to 1e-8 as the weight nears 1
-    demo.dataframe(saturation.one_logit_ahead(), hide_index=True, column_config={
-        "gap": st.column_config.NumberColumn(t("scores.col_gap"), format="%.0f"),
-        **{name: st.column_config.NumberColumn(t(f"scores.col_{key}"), format=ONE_AHEAD_FORMAT)
+    demo.table(one_ahead_table(saturation.one_logit_ahead()), hide_index=True)
+    explanation("scores.formulas", FORMULAS)
+
+
+def one_ahead_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The one-logit-ahead rows as the static table shows them: five rows need no sorting or
+    scrolling, and st.dataframe's grid cost a cold link ~250 ms of its own script in the
+    browser. One number format for both weight columns: the Jacobian falls to 1e-8 as the
+    weight nears 1. Cells are text, escaped by st.table."""
+    return pd.DataFrame({
+        t("scores.col_gap"): [f"{g:.0f}" for g in frame["gap"]],
+        **{t(f"scores.col_{key}"): [ONE_AHEAD_FORMAT % v for v in frame[name]]
            for name, key in (("max_weight", "max_weight"), ("jacobian_norm", "jacobian"))},
     })
-    explanation("scores.formulas", FORMULAS)
 
 
 def draw_downloads(analysis: Analysis, heads: list[int], sweep: pd.DataFrame) -> None:
