@@ -11,5 +11,5 @@ from attention.ui.text import t
 
 page = page_setup("nav.scores")
 st.caption(t("scores.intro"))
-draw_scores(page.spec)
+draw_scores(page.spec, page.view)
 page.finish()

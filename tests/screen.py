@@ -1,5 +1,5 @@
-"""What a page puts on screen as labels, read from an AppTest: every dataframe's column
-headers, and every vega-lite chart's axis titles, legend titles and tooltip keys, as the
+"""What a page puts on screen as labels, read from an AppTest: every dataframe's and static
+table's column headers, and every vega-lite chart's axis titles, legend titles and tooltip keys, as the
 browser would show them (a channel without a title shows its field's name).
 
     labels(at) -> list[Shown]        Shown(kind, text, field): where it came from
@@ -136,6 +136,8 @@ def labels(at: AppTest) -> list[Shown]:
             if column.get("hidden"):
                 continue
             out.append(Shown("column", str(column.get("label") or name), None))
+    for table in at.table:                  # static tables: their headers as written
+        out.extend(Shown("column", str(name), None) for name in table.value.columns)
     for chart in at.get("vega_lite_chart"):
         out.extend(chart_labels(json.loads(chart.proto.spec)))
     return out

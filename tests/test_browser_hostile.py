@@ -136,7 +136,12 @@ def check_heatmap(page) -> None:
 
 
 def check_scores(page) -> None:
-    rows = page.locator(CHARTS).nth(2)     # row metrics per query (after the two score histograms)
+    # one figure at a time: the row metrics per query are a click on their Figure button
+    page.locator('[data-testid="stMain"] [data-testid="stButtonGroup"] button',
+                 has_text=translate("en", "scores.figure_rows")).click()
+    page.wait_for_url(lambda url: "sc_figure=rows" in url, timeout=UI_TIMEOUT)
+    expect(page.locator(CHARTS)).to_have_count(4, timeout=UI_TIMEOUT)   # one panel a metric
+    rows = page.locator(CHARTS).nth(0)
     rows.scroll_into_view_if_needed()
     labels = rows.locator("svg .role-axis-label text")
     expect(labels.first).to_be_attached(timeout=UI_TIMEOUT)

@@ -279,3 +279,35 @@ def test_a_chart_that_fits_its_column_downloads_at_the_pages_width():
     assert chart.to_dict()["width"] == "container"
     width, _ = Image.open(io.BytesIO(chart_png(chart, scale=1.0))).size
     assert abs(width - FIT_PX) <= 2
+
+
+def test_sweep_panels_draw_a_hand_softmax_of_every_d_k():
+    """Each of the d_k sweep's six panels draws its own metric, and its points are those of
+    a softmax computed here by hand from the toy projections (not through analysis); the
+    one-chart figure of the downloads is made only when asked for, and holds the same rows."""
+    spec = AttentionSpec(tokens=TOKENS, heads=2, causal=False)
+    sweep = dk_sweep(spec)
+    panels = scores.sweep_panels(sweep, "en", current_dk=64)
+    assert len(panels.charts) == len(scores.SWEEP_METRICS) and callable(panels.whole)
+    drawn = {}
+    for metric, panel in zip(scores.SWEEP_METRICS, panels.charts):
+        data = panel.data[~panel.data["is_ref"]]
+        assert set(data["metric"]) == {metric}                      # one metric per panel
+        drawn[metric] = data.set_index(["d_k", "variant"])["value"]
+    x = embed(spec.tokens, spec.d_model, spec.seed, spec.positional)
+    for d_k in (1, 8, 64, 1024):
+        q, k, _ = project(x, d_k, spec.heads, spec.seed)
+        raw = (q @ k.transpose(-2, -1)).double()                     # (heads, n, n)
+        for variant, logits in (("scaled", raw / math.sqrt(d_k)), ("unscaled", raw)):
+            e = (logits - logits.amax(-1, keepdim=True)).exp()
+            p = e / e.sum(-1, keepdim=True)                          # (heads, n, n) by hand
+            entropy = -(p * p.clamp_min(1e-300).log()).sum(-1)
+            want = {"score_std": logits.std().item(), "max_weight": p.amax(-1).mean().item(),
+                    "entropy": entropy.mean().item(),
+                    "effective_tokens": entropy.exp().mean().item()}
+            for metric, value in want.items():
+                assert drawn[metric][(d_k, variant)] == pytest.approx(value, rel=1e-4, abs=1e-6), \
+                    (metric, d_k, variant)
+    whole = chart_spec(panels.whole())
+    rows = [r for data in whole["datasets"].values() for r in data if not r.get("is_ref")]
+    assert len(rows) == len(sweep) * len(scores.SWEEP_METRICS)

@@ -26,6 +26,7 @@ from attention.spec import AttentionSpec
 from attention.text.tokens import MAX_INPUT_CHARS, MAX_TOKEN_CHARS, MAX_TOKENS
 from attention.ui.layout import TUCKED_KEY
 from attention.ui.pages import by_title
+from attention.ui.views.scores import FIGURES as score_figures
 from tests.apptest import ROOT, chart_frames, figures, open_menu, open_page
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
@@ -330,6 +331,9 @@ def _outcome(at: AppTest, case: Case, page: str) -> str:
     return f"{kind}: {', '.join(found or ['(other)'])} — “{messages[0][:100]}”"
 
 
+FIGURE_KEY = "view_sc_figure"    # Score analysis draws one figure at a time
+
+
 def check(case: Case, page: str) -> None:
     """Open the page on the case and assert everything the hardening issue asks for."""
     at = _open(case, page)
@@ -362,6 +366,11 @@ def check(case: Case, page: str) -> None:
 
     # Only finite numbers: chart data and specs, metrics, tables.
     strings = _chart_strings(at)
+    if page == SCORES and any(c.key == FIGURE_KEY for c in at.get("segmented_control")):
+        for figure in score_figures[1:]:       # one figure at a time: every one of them
+            shown = _open(replace(case, params={**case.params, "sc_figure": figure}), page)
+            assert not shown.exception, [e.value for e in shown.exception]
+            strings += _chart_strings(shown)
     for metric in at.metric:
         assert not re.search(r"nan|inf", metric.value, re.I), (metric.label, metric.value)
     for i, table in enumerate(at.dataframe):

@@ -127,8 +127,12 @@ PAST_THE_EDGE = """(W) => {
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("path, vega, canvas", [("Model_heads", 0, 5),
                                                 ("Does_the_model_use_it", 6, 0),
-                                                # 2 + 4 + 6 panels and the saturation chart
-                                                ("Score_analysis", 13, 0),
+                                                # one figure at a time: 2, 4 and 6
+                                                # panels, the saturation chart
+                                                ("Score_analysis", 2, 0),
+                                                ("Score_analysis?sc_figure=rows", 4, 0),
+                                                ("Score_analysis?sc_figure=sweep", 6, 0),
+                                                ("Score_analysis?sc_figure=saturation", 1, 0),
                                                 # 8 toy charts (3 figures of 2 panels), 6
                                                 # of the real model (heads: not shipped)
                                                 ("Is_sharper_better", 14, 0)])
@@ -146,7 +150,7 @@ def test_charts_stay_on_a_phones_screen(server, chromium, path, vega, canvas, la
                                    has_touch=True)
     page = context.new_page()
     try:
-        page.goto(f"{server.url}/{path}?lang={lang}")
+        page.goto(f"{server.url}/{path}{'&' if '?' in path else '?'}lang={lang}")
         wait_for_app(page)
         page.wait_for_function(CHARTS_DRAWN, arg=[vega, canvas], timeout=UI_TIMEOUT)
         try:   # a chart as wide as its column may settle a frame after it drew

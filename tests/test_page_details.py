@@ -2,6 +2,7 @@
 a link or a click, then the value on the page against an independent reference."""
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -89,13 +90,23 @@ def test_one_token_on_score_analysis_says_there_is_nothing_to_compare():
 
 
 def test_the_one_logit_ahead_table_has_one_number_format():
-    import json
+    """A static table (st.table): both weight columns written in one format, the values
+    saturation.one_logit_ahead computes, under translated headers."""
+    import re
+
+    from attention.analysis.saturation import one_logit_ahead
 
     at = run_page(SCORES, AttentionSpec())
-    (table,) = [d for d in at.dataframe if "jacobian_norm" in d.proto.columns]
-    columns = json.loads(table.proto.columns)
-    formats = {columns[c]["type_config"]["format"] for c in ("max_weight", "jacobian_norm")}
-    assert len(formats) == 1
+    (table,) = at.table
+    shown = table.value
+    weight, jacobian = translate("en", "scores.col_max_weight"), translate("en", "scores.col_jacobian")
+    assert list(shown.columns) == [translate("en", "scores.col_gap"), weight, jacobian]
+    cells = [*shown[weight], *shown[jacobian]]
+    assert all(re.fullmatch(r"\d\.\d{3}e[+-]\d+", c) for c in cells), cells
+    want = one_logit_ahead()
+    np.testing.assert_allclose([float(c) for c in shown[jacobian]], want["jacobian_norm"],
+                               rtol=1e-3)
+    assert [float(c) for c in shown[translate("en", "scores.col_gap")]] == want["gap"].tolist()
 
 
 def test_the_intervention_lists_offer_no_select_all_beside_their_own_all():

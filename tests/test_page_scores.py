@@ -7,6 +7,7 @@ import torch
 from attention.analysis import analyze, dk_sweep
 from attention.analysis import scorestats
 from attention.spec import AttentionSpec
+from attention.ui.views.scores import FIGURES
 from tests.apptest import chart_frames, open_page
 
 PAGE = "pages/2_Score_analysis.py"
@@ -56,8 +57,13 @@ def test_metrics_and_charts_equal_analyze_and_sweep():
         assert values[3 + 2 * i] == pytest.approx(a.scaled_metrics[name].mean().item(), abs=shown)
         assert values[4 + 2 * i] == pytest.approx(a.unscaled_metrics[name].mean().item(), abs=shown)
 
-    frames = _datasets(at)
-    rows = _find(frames, "query_pos", "metric", "variant", "value")
+    # one figure at a time (the Figure buttons): the score distributions first
+    hist = _find(_datasets(at), "series", "bin_start", "count")
+    assert hist.groupby("series")["count"].sum().tolist() == [2 * 36, 2 * 36]
+
+    at.segmented_control(key="view_sc_figure").set_value("rows").run()
+    assert not at.exception
+    rows = _find(_datasets(at), "query_pos", "metric", "variant", "value")
     for variant, m in (("scaled", a.scaled_metrics), ("unscaled", a.unscaled_metrics)):
         for name in METRICS:
             got = rows.query("variant == @variant and metric == @name").sort_values("query_pos")
@@ -65,11 +71,10 @@ def test_metrics_and_charts_equal_analyze_and_sweep():
     # six positions, so "the" at 0 and at 4 keep separate points
     assert sorted(rows["query_pos"].unique()) == list(range(6))
 
-    hist = _find(frames, "series", "bin_start", "count")
-    assert hist.groupby("series")["count"].sum().tolist() == [2 * 36, 2 * 36]
-
     sweep = dk_sweep(SPEC)
-    drawn = _find(frames, "d_k", "variant", "metric", "is_ref")
+    at.segmented_control(key="view_sc_figure").set_value("sweep").run()
+    assert not at.exception
+    drawn = _find(_datasets(at), "d_k", "variant", "metric", "is_ref")
     drawn = drawn[~drawn["is_ref"]]
     for row in sweep.itertuples():
         variant = "scaled" if row.scaled else "unscaled"
@@ -111,11 +116,19 @@ def test_a_head_the_spec_does_not_have_falls_back_to_all(bad):
     assert at.selectbox(key="view_sc_head").value == "all" and _param(at, "sc_head") == "all"
 
 
+def _every_figure(spec, **params) -> list[pd.DataFrame]:
+    """The datasets of every figure of the page (each opened by its own link)."""
+    frames = []
+    for figure in FIGURES:
+        at = open_page(PAGE, spec, sc_figure=figure, **params)
+        assert not at.exception, figure
+        frames += _datasets(at)
+    return frames
+
+
 def test_causal_mask_leaves_no_nan_or_inf_in_any_chart():
     spec = AttentionSpec(tokens=SPEC.tokens * 3, d_k=64, heads=3, causal=True)
-    at = open_page(PAGE, spec)
-    assert not at.exception
-    frames = _datasets(at)
+    frames = _every_figure(spec)
     assert len(frames) >= 5
     for frame in frames:
         numbers = frame.select_dtypes("number").to_numpy(dtype=float)
@@ -127,12 +140,10 @@ def test_causal_mask_leaves_no_nan_or_inf_in_any_chart():
 def test_a_2048_token_input_keeps_chart_data_small():
     tokens = tuple(f"w{i % 97}" for i in range(2048))
     spec = AttentionSpec(tokens=tokens, d_k=8, heads=1, causal=True)
-    at = open_page(PAGE, spec)
-    assert not at.exception
-    frames = _datasets(at)
+    frames = _every_figure(spec)
     # 2048 rows x 2 variants would be 4096 saturation points: sampled to 1500 per variant
     assert all(len(f) <= 2 * scorestats.MAX_POINTS for f in frames), [len(f) for f in frames]
-    assert sum(len(f) for f in frames) < 5000
+    assert sum(len(f) for f in frames) < 5000       # all four figures together
     hist = _find(frames, "series", "bin_start", "count")
     assert hist.groupby("series")["count"].sum().tolist() == [2048 * 2049 // 2] * 2
     # long inputs show the row metrics as distributions over every row
@@ -169,7 +180,7 @@ def test_temperature_does_not_change_the_raw_scores():
 
 def test_sweep_caption_states_the_heads_and_tokens_the_sweep_used():
     spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(300)), heads=8, d_model=64, d_k=8)
-    at = open_page(PAGE, spec)
+    at = open_page(PAGE, spec, sc_figure="sweep")
     assert not at.exception
     assert any("first 256 tokens, 4 heads" in c.value for c in at.caption)
     drawn = _find(chart_frames(at), "d_k", "variant", "metric", "is_ref")
@@ -179,3 +190,83 @@ def test_sweep_caption_states_the_heads_and_tokens_the_sweep_used():
         variant = "scaled" if row.scaled else "unscaled"
         got = drawn.query("d_k == @row.d_k and variant == @variant")["value"].item()
         assert got == pytest.approx(row.max_weight, rel=1e-6)
+
+
+def test_a_figures_download_menu_makes_its_buttons_only_when_opened():
+    """The Download menu under a figure is lazy: closed on first paint (no buttons, no
+    one-chart figure built), its PNG and SVG buttons there once it is opened."""
+    from tests.apptest import open_menu
+
+    at = open_page(PAGE, SPEC)
+    assert not at.exception
+    ids = lambda: " ".join(b.proto.id for b in at.get("download_button"))   # noqa: E731
+    assert "png_score_distribution" not in ids()
+    at = open_menu(at, "sc_menu_score_distribution")
+    assert not at.exception
+    assert "png_score_distribution" in ids() and "svg_score_distribution" in ids()
+
+
+# The columns each figure's charts are drawn from, and how many charts (panels) it has.
+FIGURE_DATA = {"scores": (("series", "bin_start", "count"), 2),
+               "rows": (("query_pos", "metric", "variant", "value"), 4),
+               "sweep": (("d_k", "variant", "metric", "is_ref"), 6),
+               "saturation": (("max_weight", "jacobian_norm", "variant"), 1)}
+
+
+def _figure_shown(at) -> str:
+    """The one figure on the page, told by its charts' columns (and no other figure's)."""
+    frames = _datasets(at)
+    shown = [name for name, (columns, _) in FIGURE_DATA.items()
+             if any(set(columns) <= set(f.columns) for f in frames)]
+    assert len(shown) == 1, shown
+    assert len(at.get("vega_lite_chart")) == FIGURE_DATA[shown[0]][1]
+    return shown[0]
+
+
+def test_the_figure_buttons_draw_each_figure_and_keep_it_in_the_url():
+    """A click on each Figure button draws that figure alone (its panels, with data) and
+    writes it to the address bar; a link with ?sc_figure= reopens it."""
+    assert set(FIGURE_DATA) == set(FIGURES)
+    at = open_page(PAGE, SPEC)
+    assert not at.exception
+    assert at.segmented_control(key="view_sc_figure").value == "scores"
+    assert _figure_shown(at) == "scores" and _param(at, "sc_figure") == "scores"
+    for figure in ("rows", "sweep", "saturation", "scores"):
+        at.segmented_control(key="view_sc_figure").set_value(figure).run()
+        assert not at.exception
+        assert _figure_shown(at) == figure and _param(at, "sc_figure") == figure
+        assert all(len(f) for f in _datasets(at))                      # no empty chart
+    for figure in FIGURES:                                              # the shared link
+        link = open_page(PAGE, SPEC, sc_figure=figure)
+        assert not link.exception
+        assert link.segmented_control(key="view_sc_figure").value == figure
+        assert _figure_shown(link) == figure and _param(link, "sc_figure") == figure
+
+
+def test_the_figure_and_head_choices_travel_together():
+    at = open_page(PAGE, SPEC, sc_figure="saturation", sc_head="1")
+    assert not at.exception
+    assert _figure_shown(at) == "saturation"
+    points = _find(_datasets(at), "max_weight", "jacobian_norm", "head")
+    assert set(points["head"]) == {1}
+    assert _param(at, "sc_head") == "1" and _param(at, "sc_figure") == "saturation"
+
+
+@pytest.mark.parametrize("bad", ["heatmap", "", "SWEEP", "0", "<script>"])
+def test_an_unknown_figure_falls_back_to_the_first(bad):
+    at = open_page(PAGE, SPEC, sc_figure=bad)
+    assert not at.exception and not at.error
+    assert at.segmented_control(key="view_sc_figure").value == "scores"
+    assert _figure_shown(at) == "scores" and _param(at, "sc_figure") == "scores"
+
+
+def test_the_figure_buttons_speak_chinese():
+    from attention.i18n import translate
+
+    at = open_page(PAGE, SPEC, lang="zh", sc_figure="sweep")
+    assert not at.exception
+    control = at.segmented_control(key="view_sc_figure")
+    assert control.label == translate("zh", "scores.figure") == "图表"
+    shown = [option.content for option in control.proto.options]      # as the page writes them
+    assert shown == [translate("zh", f"scores.figure_{f}") for f in FIGURES]
+    assert "分数分布" in shown and _figure_shown(at) == "sweep"

@@ -19,6 +19,8 @@ VIEWS = [
     ("pages/1_Heatmap.py", {}), ("pages/1_Heatmap.py", {"hm_view": "grid"}),
     ("pages/1_Heatmap.py", {"hm_view": "row"}), ("pages/1_Heatmap.py", TEXT),
     ("pages/2_Score_analysis.py", {}), ("pages/2_Score_analysis.py", {"sc_head": "0"}),
+    *[("pages/2_Score_analysis.py", {"sc_figure": figure})      # one figure at a time
+      for figure in ("rows", "sweep", "saturation")],
     *[("pages/3_Model_heads.py", {**TEXT, "mh_tab": part})
       for part in ("heads", "table", "iv", "upload")],
     ("pages/4_Is_sharper_better.py", {}),

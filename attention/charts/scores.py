@@ -82,7 +82,7 @@ def score_distribution_panels(hist: pd.DataFrame, stats: pd.DataFrame, lang: str
     """score_distribution_chart as two panels as wide as their columns (a phone stacks them)."""
     charts = tuple(fit_width(layer.properties(title=panel_title(title), height=height))
                    for title, layer in _score_panels(hist, stats, lang))
-    return Panels(charts, 2, score_distribution_chart(hist, stats, lang))
+    return Panels(charts, 2, lambda: score_distribution_chart(hist, stats, lang))
 
 
 # ---- (b) per-query row metrics ---------------------------------------------------------
@@ -164,7 +164,7 @@ def row_metric_panels(frame: pd.DataFrame, tokens: tuple[str, ...], lang: str,
     charts = tuple(fit_width(_row_metric_view(frame[frame["metric"] == name], tokens, lang)
                              .properties(title=panel_title(labels[name]), height=height))
                    for name in names)
-    return Panels(charts, 2, row_metric_chart(frame, tokens, lang))
+    return Panels(charts, 2, lambda: row_metric_chart(frame, tokens, lang))
 
 
 def _row_metric_hist_view(bins: pd.DataFrame, lang: str) -> alt.Chart:
@@ -195,7 +195,7 @@ def row_metric_hist_panels(bins: pd.DataFrame, lang: str, height: int = 180) -> 
     charts = tuple(fit_width(_row_metric_hist_view(bins[bins["metric"] == name], lang)
                              .properties(title=panel_title(labels[name]), height=height))
                    for name in names)
-    return Panels(charts, 2, row_metric_hist_chart(bins, lang))
+    return Panels(charts, 2, lambda: row_metric_hist_chart(bins, lang))
 
 
 # ---- (c) the d_k sweep ----------------------------------------------------------------
@@ -274,8 +274,8 @@ def sweep_panels(sweep: pd.DataFrame, lang: str, *, temperature: float = 1.0,
     charts = tuple(fit_width(_sweep_view(sweep, lang, temperature, current_dk, metric)
                              .properties(title=panel_title(labels[metric]), height=height))
                    for metric in SWEEP_METRICS)
-    return Panels(charts, 3, sweep_chart(sweep, lang, temperature=temperature,
-                                         current_dk=current_dk))
+    return Panels(charts, 3, lambda: sweep_chart(sweep, lang, temperature=temperature,
+                                                 current_dk=current_dk))
 
 
 # ---- (d) saturation: the gradient that survives ----------------------------------------

@@ -2,11 +2,16 @@
 1/sqrt(d_k), the d_k sweep, saturation, and why the sharper attention is not the better one.
 
 Everything is drawn from the cached Analysis and d_k sweep of the sidebar's spec; the head
-picker (kept in the URL as ?sc_head=) only re-slices them. The page script stays a few calls:
+picker (kept in the URL as ?sc_head=) only re-slices them. One figure of FIGURES is drawn at
+a time, chosen by the Figure buttons (kept in the URL as ?sc_figure=): all four on first
+paint were 13 Vega views, most of a cold link's time in the browser. The page script stays a
+few calls:
 
-    draw_scores(spec)
+    draw_scores(spec, page.view)
 """
 from __future__ import annotations
+
+from typing import Callable
 
 import pandas as pd
 import streamlit as st
@@ -28,6 +33,9 @@ from attention.ui.state import view_widget
 from attention.ui.text import lang, t
 
 HEAD_VIEW = "sc_head"    # URL key: sc_<name> on this page (docs/architecture.md)
+FIGURE_VIEW = "sc_figure"   # URL key of the figure shown
+FIGURES = ("scores", "rows", "sweep", "saturation")   # the Figure buttons, in page order
+MENU = "sc_menu_"        # a figure's Download menu: its files made only while it is open
 ONE_AHEAD_FORMAT = "%.3e"   # the one-logit-ahead table's weights and norms, one format
 METRIC_FORMATS = {"entropy": "{:.3f}", "effective_tokens": "{:.2f}", "max_weight": "{:.3f}",
                   "jacobian_norm": "{:.4f}", "saturated": "{:.1%}"}
@@ -48,8 +56,10 @@ FORMULAS = (
 )
 
 
-def draw_scores(spec: AttentionSpec) -> None:
-    """Every section of the page, in order, for the sidebar's spec."""
+def draw_scores(spec: AttentionSpec,
+                view: Callable[..., None] = lambda draw, *args: draw(*args)) -> None:
+    """Every section of the page, in order, for the sidebar's spec; the figure section is
+    drawn by `view` (layout.Page.view: a click on the Figure buttons reruns only it)."""
     analysis = cache.analysis(spec)
     if analysis.n < 2:    # every row is one weight of 1: no spread, no saturation to measure
         st.info(t("scores.one_token"), icon=":material/info:")
@@ -63,10 +73,7 @@ def draw_scores(spec: AttentionSpec) -> None:
     summary = scorestats.summary(analysis, heads)
     draw_summary(summary, stats)
     draw_findings(summary, stats, sweep, d_k)
-    draw_distributions(stats, hist)
-    draw_row_metrics(analysis, heads)
-    draw_sweep(spec, sweep, d_k)
-    draw_saturation(analysis, heads)
+    view(draw_figure, spec, head)
     draw_why()
     draw_downloads(analysis, heads, sweep)
 
@@ -80,6 +87,29 @@ def pick_head(analysis: Analysis) -> int | None:
         format_func=lambda v: t("scores.head_all") if v == "all" else t("scores.head_one", head=v),
         width=260)
     return None if choice == "all" else choice
+
+
+def pick_figure() -> str:
+    """Which figure is drawn, kept in the URL as ?sc_figure= (an unknown value: the first)."""
+    return view_widget(FIGURE_VIEW, st.segmented_control, default=FIGURES[0], cast=str,
+                       valid=FIGURES.__contains__, label=t("scores.figure"), options=FIGURES,
+                       required=True, format_func=lambda f: t(f"scores.figure_{f}"),
+                       help=t("scores.figure_help"))
+
+
+def draw_figure(spec: AttentionSpec, head: int | None) -> None:
+    """The Figure buttons and the one figure they name, from the cached results (lookups)."""
+    figure = pick_figure()
+    analysis = cache.analysis(spec)
+    heads = scorestats.head_list(analysis, head)
+    if figure == "scores":
+        draw_distributions(*cache.score_distribution(spec, head))
+    elif figure == "rows":
+        draw_row_metrics(analysis, heads)
+    elif figure == "sweep":
+        draw_sweep(spec, cache.sweep(spec), analysis.q.shape[-1])
+    else:
+        draw_saturation(analysis, heads)
 
 
 def draw_summary(summary: pd.DataFrame, stats: pd.DataFrame) -> None:
@@ -120,7 +150,7 @@ def draw_distributions(stats: pd.DataFrame, hist: pd.DataFrame) -> None:
                  bins=len(hist) // len(scorestats.SERIES)))
     chart = charts.score_distribution_panels(hist, stats, lang())
     show(chart)
-    chart_buttons(chart, "score_distribution")
+    chart_buttons(chart, "score_distribution", key=MENU + "score_distribution")
 
 
 def draw_row_metrics(analysis: Analysis, heads: list[int]) -> None:
@@ -135,7 +165,7 @@ def draw_row_metrics(analysis: Analysis, heads: list[int]) -> None:
         st.caption(t("scores.rows_hist_caption", n=analysis.n, rows=len(heads) * analysis.n))
         chart = charts.row_metric_hist_panels(scorestats.row_metric_bins(analysis, heads), lang())
     show(chart)
-    chart_buttons(chart, "row_metrics")
+    chart_buttons(chart, "row_metrics", key=MENU + "row_metrics")
 
 
 def draw_sweep(spec: AttentionSpec, sweep: pd.DataFrame, d_k: int) -> None:
@@ -147,7 +177,7 @@ def draw_sweep(spec: AttentionSpec, sweep: pd.DataFrame, d_k: int) -> None:
         st.caption(t("scores.sweep_pretrained"))
     chart = charts.sweep_panels(sweep, lang(), temperature=spec.temperature, current_dk=d_k)
     show(chart)
-    chart_buttons(chart, "dk_sweep")
+    chart_buttons(chart, "dk_sweep", key=MENU + "dk_sweep")
 
 
 def draw_saturation(analysis: Analysis, heads: list[int]) -> None:
@@ -162,7 +192,7 @@ def draw_saturation(analysis: Analysis, heads: list[int]) -> None:
     chart = charts.saturation_chart(points, saturation.saturation_curve(analysis.n), analysis.n,
                                     lang())
     show(chart, width="stretch")
-    chart_buttons(chart, "saturation")
+    chart_buttons(chart, "saturation", key=MENU + "saturation")
 
 
 def draw_why() -> None:
@@ -172,13 +202,20 @@ def draw_why() -> None:
     why, demo = st.columns([3, 2], gap="large")
     why.markdown(t("scores.why_body"))
     demo.caption(t("scores.one_ahead"))
-    # one number format for both columns: the Jacobian falls to 1e-8 as the weight nears 1
-    demo.dataframe(saturation.one_logit_ahead(), hide_index=True, column_config={
-        "gap": st.column_config.NumberColumn(t("scores.col_gap"), format="%.0f"),
-        **{name: st.column_config.NumberColumn(t(f"scores.col_{key}"), format=ONE_AHEAD_FORMAT)
+    demo.table(one_ahead_table(saturation.one_logit_ahead()), hide_index=True)
+    explanation("scores.formulas", FORMULAS)
+
+
+def one_ahead_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The one-logit-ahead rows as the static table shows them: five rows need no sorting or
+    scrolling, and st.dataframe's grid cost a cold link ~250 ms of its own script in the
+    browser. One number format for both weight columns: the Jacobian falls to 1e-8 as the
+    weight nears 1. Cells are text, escaped by st.table."""
+    return pd.DataFrame({
+        t("scores.col_gap"): [f"{g:.0f}" for g in frame["gap"]],
+        **{t(f"scores.col_{key}"): [ONE_AHEAD_FORMAT % v for v in frame[name]]
            for name, key in (("max_weight", "max_weight"), ("jacobian_norm", "jacobian"))},
     })
-    explanation("scores.formulas", FORMULAS)
 
 
 def draw_downloads(analysis: Analysis, heads: list[int], sweep: pd.DataFrame) -> None:
