@@ -11,7 +11,7 @@ import pandas as pd
 
 from attention.i18n import translate
 from attention.experiment.task import ARGMAX, CEILING, ONE_TOKEN, m_label, multiplier_label
-from attention.charts.size import Panels, fit_width, panel_title
+from attention.charts.size import Panels, fit_width, panel_title, with_properties
 
 SCALED_COLORS = {True: "#1f77b4", False: "#d62728"}
 RELEVANT_COLORS = {True: "#2ca02c", False: "#9e9e9e"}
@@ -33,7 +33,7 @@ def _reference_rules(lang: str) -> alt.Chart:
     named in a legend so no label sits on the data."""
     data = _ceilings(lang)
     return alt.Chart(data).mark_rule(color="#555555").encode(
-        y="accuracy:Q",
+        y=alt.Y("accuracy:Q"),
         strokeDash=alt.StrokeDash("reference:N", title=None,
                                   # below the plot, one entry a line: in a row on top the
                                   # two long labels ran past a phone's screen
@@ -71,8 +71,8 @@ def _labelled_curve(data: pd.DataFrame, x: alt.X, lang: str, title: str,
                alt.Tooltip("effective_tokens:Q", title=_t(lang, "axis_effective"), format=".2f"),
                alt.Tooltip("relevant_mass:Q", title=_t(lang, "axis_relevant_mass"), format=".1%")]
     y = alt.Y("accuracy:Q", title=_t(lang, "axis_accuracy"), scale=alt.Scale(domain=[0.5, 0.9]))
-    base = alt.Chart(data).encode(x=x, y=y, order="order:Q", tooltip=tooltip)
-    text = base.mark_text(align="left", dx=7, fontSize=12).encode(text="label:N")
+    base = alt.Chart(data).encode(x=x, y=y, order=alt.Order("order:Q"), tooltip=tooltip)
+    text = base.mark_text(align="left", dx=7, fontSize=12).encode(text=alt.Text("label:N"))
     labels = [text.transform_filter(f"{'' if below else '!'}datum.below && "
                                     f"{'' if left else '!'}datum.left").mark_text(
         align="right" if left else "left", dx=-6 if left else 6, dy=12 if below else -9,
@@ -84,8 +84,8 @@ def _labelled_curve(data: pd.DataFrame, x: alt.X, lang: str, title: str,
         _reference_rules(lang),
     )
     if width is None:                  # as wide as its column
-        return fit_width(curve.properties(title=panel_title(title), height=height))
-    return curve.properties(title=title, width=width, height=height)
+        return fit_width(with_properties(curve, title=panel_title(title), height=height))
+    return with_properties(curve, title=title, width=width, height=height)
 
 
 def _sharpening_views(sweep: pd.DataFrame, lang: str, width: int | None,
@@ -155,15 +155,15 @@ def _scaling_views(table: pd.DataFrame, lang: str, width: int | None,
         base = alt.Chart(data).encode(x=x, xOffset=offset, color=color)
         layers = [
             base.mark_errorbar(extent="stdev", ticks=True).encode(y=y),
-            base.mark_tick(thickness=3, size=18).encode(y=f"mean({field}):Q"),
+            base.mark_tick(thickness=3, size=18).encode(y=alt.Y(f"mean({field}):Q")),
             base.mark_circle(size=55, opacity=0.75).encode(y=y, tooltip=tooltip),
         ]
         if refs:
             layers.append(_reference_rules(lang))
         if width is None:              # as wide as its column
-            return fit_width(alt.layer(*layers).properties(title=panel_title(title),
-                                                           height=height))
-        return alt.layer(*layers).properties(title=title, width=width, height=height)
+            return fit_width(with_properties(alt.layer(*layers), title=panel_title(title),
+                                             height=height))
+        return with_properties(alt.layer(*layers), title=title, width=width, height=height)
 
     return (panel("accuracy", _t(lang, "title_scaling_accuracy"), [0.5, 0.9], True),
             panel("max_weight", _t(lang, "title_scaling_max"), [0, 1.05], False))
@@ -205,9 +205,9 @@ def _sample_views(sample: pd.DataFrame, lang: str, width: int | None,
                      alt.Tooltip("kind:N", title=" "),
                      alt.Tooltip("weight:Q", title=_t(lang, "axis_weight"), format=".3f")])
         title = m_label(multiplier, lang)
-        panels.append(fit_width(bars.properties(title=panel_title(title), height=height))
+        panels.append(fit_width(with_properties(bars, title=panel_title(title), height=height))
                       if width is None else
-                      bars.properties(title=title, width=width, height=height))
+                      with_properties(bars, title=title, width=width, height=height))
     return tuple(panels)
 
 
@@ -236,5 +236,5 @@ def leave_one_out_chart(leave_one_out: pd.DataFrame, lang: str, height: int = 32
                  alt.Tooltip("kind:N", title=" "),
                  alt.Tooltip("weight:Q", title=_t(lang, "axis_weight"), format=".3f"),
                  alt.Tooltip("effect:Q", title=_t(lang, "axis_effect"), format=".3f")],
-    ).properties(height=height)
-    return fit_width(chart)
+    )
+    return fit_width(with_properties(chart, height=height))
