@@ -112,8 +112,10 @@ def sharpening_chart(sweep: pd.DataFrame, lang: str, width: int = 360,
 
 
 def sharpening_panels(sweep: pd.DataFrame, lang: str, height: int = 260) -> Panels:
-    """sharpening_chart as two panels as wide as their columns (a phone stacks them)."""
-    return Panels(_sharpening_views(sweep, lang, None, height), 2, sharpening_chart(sweep, lang))
+    """sharpening_chart as two panels as wide as their columns (a phone stacks them); the
+    whole figure (the downloads') is built only when a Download menu asks for it."""
+    return Panels(_sharpening_views(sweep, lang, None, height), 2,
+                  lambda: sharpening_chart(sweep, lang))
 
 
 def mass_chart(sweep: pd.DataFrame, lang: str, height: int = 260) -> alt.LayerChart:
@@ -178,7 +180,8 @@ def scaling_chart(table: pd.DataFrame, lang: str, width: int = 300,
 
 def scaling_panels(table: pd.DataFrame, lang: str, height: int = 260) -> Panels:
     """scaling_chart as two panels as wide as their columns (a phone stacks them)."""
-    return Panels(_scaling_views(table, lang, None, height), 2, scaling_chart(table, lang))
+    return Panels(_scaling_views(table, lang, None, height), 2,
+                  lambda: scaling_chart(table, lang))
 
 
 def _relevance(frame: pd.DataFrame, lang: str) -> tuple[pd.DataFrame, alt.Color]:
@@ -220,7 +223,8 @@ def sample_chart(sample: pd.DataFrame, lang: str, width: int = 330,
 
 def sample_panels(sample: pd.DataFrame, lang: str, height: int = 200) -> Panels:
     """sample_chart as two panels as wide as their columns (a phone stacks them)."""
-    return Panels(_sample_views(sample, lang, None, height), 2, sample_chart(sample, lang))
+    return Panels(_sample_views(sample, lang, None, height), 2,
+                  lambda: sample_chart(sample, lang))
 
 
 def leave_one_out_chart(leave_one_out: pd.DataFrame, lang: str, height: int = 320) -> alt.Chart:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Callable
 
 import altair as alt
 
@@ -53,10 +54,11 @@ class Panels:
     """A figure of several panels drawn as separate charts, `columns` to a row on a wide
     screen and one under the other on a phone (Streamlit stacks columns below 640 px): a
     Vega-Lite concat or facet keeps its panels' widths and ran 500 px past a phone's screen.
-    Every panel is fit_width; `whole` is the same figure as one chart, for the downloads."""
+    Every panel is fit_width; `whole` is the same figure as one chart, for the downloads, or
+    a function that builds it (called only when a Download menu is opened)."""
     charts: tuple
     columns: int
-    whole: alt.TopLevelMixin
+    whole: alt.TopLevelMixin | Callable[[], alt.TopLevelMixin]
 
 
 def panel_title(text: str):

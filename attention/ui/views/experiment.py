@@ -119,7 +119,7 @@ def _section(title_key: str, caption: str, chart, name: str, conclusion: str) ->
     st.caption(caption)
     show(chart, width=FIT_PX)      # a single chart fits the page; panels their columns
     st.info(conclusion, icon=":material/insights:")
-    chart_buttons(chart, name)
+    chart_buttons(chart, name, key=f"menu_{name}")    # its buttons drawn only when opened
 
 
 def draw_sharpening(study: SharpeningStudy) -> None:

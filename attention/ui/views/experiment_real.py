@@ -47,7 +47,7 @@ def _section(title_key: str, caption: str, chart, name: str, finding: str | None
     show(chart, width=FIT_PX)
     if finding:
         st.info(finding, icon=":material/insights:")
-    chart_buttons(chart, name, table)
+    chart_buttons(chart, name, table, key=f"menu_{name}")   # its buttons drawn when opened
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
