@@ -110,7 +110,7 @@ def interval_bars(data: pd.DataFrame, lang: str, value: str, lo: str, hi: str, t
                                     x2=alt.X2(f"{hi}:Q"), color=_colour(lang, below=True))
     points = base.mark_point(filled=True, size=60).encode(
         y=y, x=x, color=_colour(lang, below=True), tooltip=tips)
-    return fit_width(with_properties(rules + points, height=alt.Step(26)))
+    return fit_width(with_properties(alt.layer(rules, points), height=alt.Step(26)))
 
 
 def layer_chart(layers: pd.DataFrame, family: str, lang: str,
@@ -148,7 +148,7 @@ def layer_chart(layers: pd.DataFrame, family: str, lang: str,
                                     color=colour)
     points = base.mark_point(filled=True, size=40).encode(x=x, xOffset=offset, y=y, color=colour,
                                                           tooltip=tips)
-    return fit_width(with_properties(zero + rules + points, height=260))
+    return fit_width(with_properties(alt.layer(zero, rules, points), height=260))
 
 
 def tau_chart(g: pd.DataFrame, lang: str, quality: tuple = PERPLEXITY) -> alt.LayerChart:
@@ -168,7 +168,7 @@ def tau_chart(g: pd.DataFrame, lang: str, quality: tuple = PERPLEXITY) -> alt.La
     rules = base.mark_rule(color=OTHER).encode(
         x=x, y=alt.Y(f"{lo}:Q", title=_t(lang, title), scale=yscale), y2=alt.Y2(f"{hi}:Q"))
     points = base.mark_point(filled=True, color=OTHER, size=50).encode(x=x, y=y, tooltip=tips)
-    return fit_width(with_properties((base.mark_line(color=OTHER) + rules + points)
+    return fit_width(with_properties(alt.layer(base.mark_line(color=OTHER), rules, points)
                                      .encode(x=x, y=y), height=260))
 
 
@@ -188,7 +188,7 @@ def heads_chart(per_head: pd.DataFrame, lang: str, measure: str = "max_weight") 
     rules = base.mark_rule(opacity=0.5).encode(x=x, y=alt.Y("zero_lo:Q"), y2=alt.Y2("zero_hi:Q"),
                                                color=colour)
     points = base.mark_point(filled=True, size=35).encode(x=x, y=y, color=colour, tooltip=tips)
-    return fit_width(with_properties(rules + points, height=320))
+    return fit_width(with_properties(alt.layer(rules, points), height=320))
 
 
 def agreement_chart(agree: pd.DataFrame, lang: str) -> alt.LayerChart:
@@ -209,4 +209,4 @@ def agreement_chart(agree: pd.DataFrame, lang: str) -> alt.LayerChart:
     rules = base.mark_rule(color=OTHER).encode(x=x, y=alt.Y("ci_low:Q"), y2=alt.Y2("ci_high:Q"))
     points = base.mark_point(filled=True, color=OTHER).encode(
         x=x, y=alt.Y("spearman:Q", title=_t(lang, "axis_rho")), tooltip=tips)
-    return fit_width(with_properties(null + rules + points, height=200))
+    return fit_width(with_properties(alt.layer(null, rules, points), height=200))
