@@ -16,6 +16,8 @@ from attention.charts.size import Panels, fit_width, panel_title, with_propertie
 SCALED_COLORS = {True: "#1f77b4", False: "#d62728"}
 RELEVANT_COLORS = {True: "#2ca02c", False: "#9e9e9e"}
 POINT_COLOR = "#1f77b4"
+ACCURACY_DOMAIN = (0.5, 0.9)    # the sharpening curves' accuracy axis
+LABEL_LINE_PX = 14              # the height of a 12 px "m = ..." label's line
 
 
 def _t(lang: str, key: str, **values) -> str:
@@ -59,18 +61,28 @@ def _labelled_curve(data: pd.DataFrame, x: alt.X, lang: str, title: str,
     A point whose right-hand neighbour (along x) is higher has its label below the line, so
     labels on a rising stretch do not run into the next point's. A point at x >= left_from
     has its label on its left: on a phone's narrow plot "argmax" on the right of a point at
-    the axis's end ran past the chart's edge."""
+    the axis's end ran past the chart's edge. A left-hand label facing its neighbour's
+    right-hand label above the line, the two points less than a line of text apart, goes
+    below (against effective tokens "m = 1" and "m = 0.5" were drawn over each other)."""
     field = x.shorthand.split(":")[0]
     by_x = data.sort_values(field)
-    below = by_x["accuracy"].to_numpy() < np.r_[by_x["accuracy"].to_numpy()[1:], -np.inf]
+    accuracy = by_x["accuracy"].to_numpy()
+    below = accuracy < np.r_[accuracy[1:], -np.inf]
+    left = (by_x[field] >= left_from).to_numpy()
+    px = height / (ACCURACY_DOMAIN[1] - ACCURACY_DOMAIN[0])      # pixels per unit of accuracy
+    for i in range(1, len(by_x)):
+        if (left[i] and not left[i - 1] and not below[i - 1] and not below[i]
+                and abs(accuracy[i] - accuracy[i - 1]) * px < LABEL_LINE_PX):
+            below[i] = True
     data = data.assign(below=pd.Series(below, index=by_x.index),
-                       left=data[field] >= left_from)
+                       left=pd.Series(left, index=by_x.index))
     tooltip = [alt.Tooltip("label:N", title=_t(lang, "axis_multiplier")),
                alt.Tooltip("accuracy:Q", title=_t(lang, "axis_accuracy"), format=".3f"),
                alt.Tooltip("max_weight:Q", title=_t(lang, "axis_max_weight"), format=".3f"),
                alt.Tooltip("effective_tokens:Q", title=_t(lang, "axis_effective"), format=".2f"),
                alt.Tooltip("relevant_mass:Q", title=_t(lang, "axis_relevant_mass"), format=".1%")]
-    y = alt.Y("accuracy:Q", title=_t(lang, "axis_accuracy"), scale=alt.Scale(domain=[0.5, 0.9]))
+    y = alt.Y("accuracy:Q", title=_t(lang, "axis_accuracy"),
+              scale=alt.Scale(domain=list(ACCURACY_DOMAIN)))
     base = alt.Chart(data).encode(x=x, y=y, order=alt.Order("order:Q"), tooltip=tooltip)
     text = base.mark_text(align="left", dx=7, fontSize=12).encode(text=alt.Text("label:N"))
     labels = [text.transform_filter(f"{'' if below else '!'}datum.below && "
