@@ -12,6 +12,7 @@ import pandas as pd
 from attention.i18n import translate
 from attention.experiment.task import ARGMAX, CEILING, ONE_TOKEN, m_label, multiplier_label
 from attention.charts.size import Panels, fit_width, panel_title, with_properties
+from attention.charts.vega import NO_ARIA
 
 SCALED_COLORS = {True: "#1f77b4", False: "#d62728"}
 RELEVANT_COLORS = {True: "#2ca02c", False: "#9e9e9e"}
@@ -253,4 +254,5 @@ def leave_one_out_chart(leave_one_out: pd.DataFrame, lang: str, height: int = 32
                  alt.Tooltip("weight:Q", title=_t(lang, "axis_weight"), format=".3f"),
                  alt.Tooltip("effect:Q", title=_t(lang, "axis_effect"), format=".3f")],
     )
-    return fit_width(with_properties(chart, height=height))
+    # 1,024 points: no per-point ARIA description (Vega evaluates one per mark; charts/vega.py)
+    return fit_width(with_properties(chart, height=height, config=NO_ARIA))

@@ -8,6 +8,7 @@ import pandas as pd
 
 from attention.conclusions.sweeps import setting_name, short_name
 from attention.charts.size import fit_width, with_properties
+from attention.charts.vega import NO_ARIA
 from attention.i18n import translate
 
 TRAINED = "#d62728"
@@ -188,7 +189,8 @@ def heads_chart(per_head: pd.DataFrame, lang: str, measure: str = "max_weight") 
     rules = base.mark_rule(opacity=0.5).encode(x=x, y=alt.Y("zero_lo:Q"), y2=alt.Y2("zero_hi:Q"),
                                                color=colour)
     points = base.mark_point(filled=True, size=35).encode(x=x, y=y, color=colour, tooltip=tips)
-    return fit_width(with_properties(alt.layer(rules, points), height=320))
+    # a point and a rule per head (540 marks for SmolLM2): no per-mark ARIA description
+    return fit_width(with_properties(alt.layer(rules, points), height=320, config=NO_ARIA))
 
 
 def agreement_chart(agree: pd.DataFrame, lang: str) -> alt.LayerChart:
