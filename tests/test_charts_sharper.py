@@ -25,7 +25,8 @@ SCHEMA = load_schema()
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("model", ["lm", "sentence"])
 def test_every_chart_on_the_page_is_valid_vega_lite(lang, model):
-    at = open_page(PAGE, lang=lang, timeout=120, sh_model=model, sh_layers="True")
+    at = open_page(PAGE, lang=lang, timeout=120, sh_model=model, sh_layers="True",
+                   sh_heads="True")
     assert not at.exception
     specs = [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
     assert len(specs) >= (13 if model == "lm" else 11)      # toy 8, the real model's own

@@ -184,18 +184,19 @@ def test_page_shows_the_real_model_section(shipped_results, lang):
 
 def test_per_layer_charts_and_numbers_wait_until_asked(shipped_results):
     """A cold link draws the section without its three per-layer charts (a toggle kept in
-    the URL, ?sh_layers=) and with the summary tables' box closed (?sh_numbers=), every
+    the URL, ?sh_layers=) nor its two per-head ones (?sh_heads=), and with the summary
+    tables' box closed (?sh_numbers=), every
     sentence still there; a link with both on reopens them; bad values fall back."""
     from tests.apptest import open_page
 
     page = "pages/4_Is_sharper_better.py"
-    shown = open_page(page, timeout=120, sh_layers="True", sh_numbers="True")
+    shown = open_page(page, timeout=120, sh_layers="True", sh_numbers="True", sh_heads="True")
     hidden = open_page(page, timeout=120)
-    bad = open_page(page, timeout=120, sh_layers="yes", sh_numbers="1")
+    bad = open_page(page, timeout=120, sh_layers="yes", sh_numbers="1", sh_heads="on")
     assert not shown.exception and not hidden.exception and not bad.exception and not bad.error
     charts = {name: len(at.get("vega_lite_chart")) for name, at in
               (("shown", shown), ("hidden", hidden), ("bad", bad))}
-    assert charts["shown"] == charts["hidden"] + 3 == charts["bad"] + 3
+    assert charts["shown"] == charts["hidden"] + 3 + 2 == charts["bad"] + 3 + 2   # layers, heads
     assert [i.value for i in shown.info] == [i.value for i in hidden.info]
     assert shown.dataframe and not hidden.dataframe and not bad.dataframe
     assert hidden.query_params["sh_layers"] in ("False", ["False"])

@@ -30,6 +30,7 @@ KINDS = ("lm", "sentence")       # the causal LM (next-piece loss), the sentence
 MODEL_VIEW = "sh_model"
 LAYERS_VIEW = "sh_layers"        # the per-layer charts shown (a cold link draws fewer charts)
 NUMBERS_VIEW = "sh_numbers"      # the summary tables' box open
+HEADS_VIEW = "sh_heads"          # the two per-head charts shown (its sentence always is)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -158,10 +159,12 @@ def _draw_heads(tables: dict, code: str) -> None:
     if per_head is None or agree is None:
         st.caption(t("realsharp.heads_missing"))
         return
-    st.caption(t("realsharp.heads_caption", heads=len(per_head),
-                 texts=int(per_head["texts"].max())))
-    show(charts.heads_chart(per_head, code), width=FIT_PX)
-    show(charts.agreement_chart(agree, code), width=FIT_PX)
+    if view_widget(HEADS_VIEW, st.toggle, default=False, cast=flag,
+                   label=t("realsharp.show_heads", heads=len(per_head))):
+        st.caption(t("realsharp.heads_caption", heads=len(per_head),
+                     texts=int(per_head["texts"].max())))
+        show(charts.heads_chart(per_head, code), width=FIT_PX)
+        show(charts.agreement_chart(agree, code), width=FIT_PX)
     st.info(conclusions.heads_sentence(agree, per_head, code), icon=":material/insights:")
 
 
