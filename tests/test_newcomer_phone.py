@@ -129,9 +129,11 @@ PAST_THE_EDGE = """(W) => {
                                                 ("Does_the_model_use_it", 6, 0),
                                                 # 2 + 4 + 6 panels and the saturation chart
                                                 ("Score_analysis", 13, 0),
-                                                # 8 toy charts (3 figures of 2 panels), 6
-                                                # of the real model (heads: not shipped)
-                                                ("Is_sharper_better", 14, 0)])
+                                                # 8 toy charts (3 figures of 2 panels), 9
+                                                # of the real model: the link shows its
+                                                # per-layer and per-head charts too
+                                                ("Is_sharper_better?sh_layers=True&sh_heads=True",
+                                                 17, 0)])
 def test_charts_stay_on_a_phones_screen(server, chromium, path, vega, canvas, lang):
     """At 390 x 844 no chart of Model heads, Score analysis, "Is sharper better?" or "Does
     the model use it?" passes the screen's right edge or cuts a text of its own (the panels
@@ -146,7 +148,7 @@ def test_charts_stay_on_a_phones_screen(server, chromium, path, vega, canvas, la
                                    has_touch=True)
     page = context.new_page()
     try:
-        page.goto(f"{server.url}/{path}?lang={lang}")
+        page.goto(f"{server.url}/{path}{'&' if '?' in path else '?'}lang={lang}")
         wait_for_app(page)
         page.wait_for_function(CHARTS_DRAWN, arg=[vega, canvas], timeout=UI_TIMEOUT)
         try:   # a chart as wide as its column may settle a frame after it drew
