@@ -28,7 +28,8 @@ code (attention/data/corpus). "Does the model use it?" is the Importance page's 
 words-only switch and layer after the sidebar's spec): its default view, read from the
 results shipped with the code (attention/data/importance); no model is loaded for it.
 
---pages=Corpus,Score analysis: those pages only (their English titles), beside the bare page.
+--pages=Corpus,Score analysis: those pages only (their English titles, or "Is sharper better?
+(sentence model)": that page with ?sh_model=sentence), beside the bare page.
 --quick: one round, the bare page, the Heatmap and the Importance page only (no disk cache to
 fill; their three servers started side by side before the round, each still cold when its link
 comes), and one head click at 16 and at 512 tokens: the quick run's (bench/browser_heatmap.
@@ -60,6 +61,10 @@ LINKS = {"nav.importance": "?imp_corpus=bundled%3Aen&imp_words=True&imp_layer=5"
 PAGES = {catalog("en")[entry.title]: entry.url_path + LINKS.get(entry.title, "")
          for entry in LISTED}
 QUICK_PAGES = ("Heatmap", IMPORTANCE)
+# The Sharper page's other variant: its real-models section on the sentence model (MiniLM's
+# retrieval sweeps) instead of the causal LM; the done-when of its issue holds both to 2x.
+SENTENCE = "Is sharper better? (sentence model)"
+PAGES[SENTENCE] = PAGES["Is sharper better?"] + "?sh_model=sentence"
 
 
 def cold_server(script: str | None, cache: str, cwd: str | None = None, warmup: bool = True):

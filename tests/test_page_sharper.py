@@ -125,10 +125,27 @@ def test_conclusions_quote_the_measured_numbers(page, expected):
     assert f"{big[False]:.3f}" in infos[4] and f"{big[True]:.3f}" in infos[4]
 
 
-def test_tables_and_downloads(page, expected):
+def test_tables_wait_behind_a_toggle_and_downloads_in_closed_menus(page):
+    """A cold link draws no table and no download button: the tables behind a toggle kept
+    in the URL (?sh_tables=), each chart's PNG/SVG only in its menu once opened."""
+    assert not page.dataframe
+    assert page.toggle[0].value is False
+    assert page.query_params["sh_tables"] in ("False", ["False"])
+    assert not page.get("download_button")
+
+
+@pytest.fixture(scope="module")
+def tables_page(short_runs):
+    return run_page(PAGE, sh_seed=str(SEED), sh_tables="True")
+
+
+def test_tables_and_downloads(tables_page, expected):
     study, scaling = expected
     from attention.ui.views.experiment import HEADERS
+    from tests.apptest import open_menu
 
+    page = tables_page
+    assert page.toggle[0].value is True
     tables = [d.value for d in page.dataframe]
     headers = {c: translate("en", f"sharper.{k}") for c, k in HEADERS.items()}   # on screen
     want = scaling.assign(scaled=[translate("en", "sharper.variant_scaled" if s else
@@ -137,7 +154,20 @@ def test_tables_and_downloads(page, expected):
                                   study.sweep.rename(columns=headers), check_dtype=False)
     pd.testing.assert_frame_equal(tables[1].reset_index(drop=True),
                                   want.rename(columns=headers), check_dtype=False)
-    assert len(page.get("download_button")) >= 3 + 2 * 5     # 3 CSV, PNG + SVG per chart
+    assert len(page.get("download_button")) == 3                # the tables' CSVs
+    for menu in ("menu_sharpening", "menu_scaling"):      # the whole figures, built on opening
+        page = open_menu(page, menu)
+        assert not page.exception
+    ids = " ".join(b.proto.id for b in page.get("download_button"))   # menus open: their files
+    assert len(page.get("download_button")) == 3 + 2 * 2
+    assert all(f"{kind}_{name}" in ids for kind in ("png", "svg")
+               for name in ("sharpening", "scaling"))
+
+
+def test_bad_tables_value_in_url_falls_back_to_hidden(short_runs):
+    at = run_page(PAGE, sh_seed=str(SEED), sh_tables="maybe")
+    assert not at.exception and not at.error
+    assert at.toggle[0].value is False and not at.dataframe
 
 
 def test_chinese_page_uses_the_cached_run(short_runs, expected):

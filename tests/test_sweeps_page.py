@@ -164,7 +164,7 @@ def shipped_results(tmp_path, monkeypatch):
 def test_page_shows_the_real_model_section(shipped_results, lang):
     from tests.apptest import open_page
 
-    at = open_page("pages/4_Is_sharper_better.py", lang=lang, timeout=120)
+    at = open_page("pages/4_Is_sharper_better.py", lang=lang, timeout=120, sh_layers="True")
     assert not at.exception
     text = " ".join(m.value for m in at.markdown)
     header = {"en": "On a real language model", "zh": "在真实的语言模型上"}[lang]
@@ -175,11 +175,33 @@ def test_page_shows_the_real_model_section(shipped_results, lang):
     assert infos
     assert len(at.get("vega_lite_chart")) >= 9
     # the scale variants one layer at a time (layers_rest): their chart's caption and sentence
-    caption = {"en": "each scale variant in one layer alone", "zh": "每种缩放只用于一层"}[lang]
+    caption = {"en": "Each scale variant in one layer alone", "zh": "每种缩放只用于一层"}[lang]
     assert any(caption in c.value for c in at.caption)
     worse = {"en": f"worse in {LAYERS} and better in 0 of {LAYERS} layers",
              "zh": f"在 {LAYERS} 层中 {LAYERS} 层变差、0 层变好"}[lang]
     assert sum(worse in i.value for i in at.info) == 1
+
+
+def test_per_layer_charts_and_numbers_wait_until_asked(shipped_results):
+    """A cold link draws the section without its three per-layer charts (a toggle kept in
+    the URL, ?sh_layers=) nor its two per-head ones (?sh_heads=), and with the summary
+    tables' box closed (?sh_numbers=), every
+    sentence still there; a link with both on reopens them; bad values fall back."""
+    from tests.apptest import open_page
+
+    page = "pages/4_Is_sharper_better.py"
+    shown = open_page(page, timeout=120, sh_layers="True", sh_numbers="True", sh_heads="True")
+    hidden = open_page(page, timeout=120)
+    bad = open_page(page, timeout=120, sh_layers="yes", sh_numbers="1", sh_heads="on")
+    assert not shown.exception and not hidden.exception and not bad.exception and not bad.error
+    charts = {name: len(at.get("vega_lite_chart")) for name, at in
+              (("shown", shown), ("hidden", hidden), ("bad", bad))}
+    assert charts["shown"] == charts["hidden"] + 3 + 2 == charts["bad"] + 3 + 2   # layers, heads
+    assert [i.value for i in shown.info] == [i.value for i in hidden.info]
+    assert shown.dataframe and not hidden.dataframe and not bad.dataframe
+    assert hidden.query_params["sh_layers"] in ("False", ["False"])
+    assert shown.query_params["sh_numbers"] in ("True", ["True"])
+    assert bad.query_params["sh_numbers"] in ("False", ["False"])
 
 
 def test_page_without_results_says_so(tmp_path, monkeypatch):

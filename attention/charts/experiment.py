@@ -11,11 +11,14 @@ import pandas as pd
 
 from attention.i18n import translate
 from attention.experiment.task import ARGMAX, CEILING, ONE_TOKEN, m_label, multiplier_label
-from attention.charts.size import Panels, fit_width, panel_title
+from attention.charts.size import Panels, fit_width, panel_title, with_properties
+from attention.charts.vega import NO_ARIA
 
 SCALED_COLORS = {True: "#1f77b4", False: "#d62728"}
 RELEVANT_COLORS = {True: "#2ca02c", False: "#9e9e9e"}
 POINT_COLOR = "#1f77b4"
+ACCURACY_DOMAIN = (0.5, 0.9)    # the sharpening curves' accuracy axis
+LABEL_LINE_PX = 14              # the height of a 12 px "m = ..." label's line
 
 
 def _t(lang: str, key: str, **values) -> str:
@@ -33,7 +36,7 @@ def _reference_rules(lang: str) -> alt.Chart:
     named in a legend so no label sits on the data."""
     data = _ceilings(lang)
     return alt.Chart(data).mark_rule(color="#555555").encode(
-        y="accuracy:Q",
+        y=alt.Y("accuracy:Q"),
         strokeDash=alt.StrokeDash("reference:N", title=None,
                                   # below the plot, one entry a line: in a row on top the
                                   # two long labels ran past a phone's screen
@@ -59,20 +62,30 @@ def _labelled_curve(data: pd.DataFrame, x: alt.X, lang: str, title: str,
     A point whose right-hand neighbour (along x) is higher has its label below the line, so
     labels on a rising stretch do not run into the next point's. A point at x >= left_from
     has its label on its left: on a phone's narrow plot "argmax" on the right of a point at
-    the axis's end ran past the chart's edge."""
+    the axis's end ran past the chart's edge. A left-hand label facing its neighbour's
+    right-hand label above the line, the two points less than a line of text apart, goes
+    below (against effective tokens "m = 1" and "m = 0.5" were drawn over each other)."""
     field = x.shorthand.split(":")[0]
     by_x = data.sort_values(field)
-    below = by_x["accuracy"].to_numpy() < np.r_[by_x["accuracy"].to_numpy()[1:], -np.inf]
+    accuracy = by_x["accuracy"].to_numpy()
+    below = accuracy < np.r_[accuracy[1:], -np.inf]
+    left = (by_x[field] >= left_from).to_numpy()
+    px = height / (ACCURACY_DOMAIN[1] - ACCURACY_DOMAIN[0])      # pixels per unit of accuracy
+    for i in range(1, len(by_x)):
+        if (left[i] and not left[i - 1] and not below[i - 1] and not below[i]
+                and abs(accuracy[i] - accuracy[i - 1]) * px < LABEL_LINE_PX):
+            below[i] = True
     data = data.assign(below=pd.Series(below, index=by_x.index),
-                       left=data[field] >= left_from)
+                       left=pd.Series(left, index=by_x.index))
     tooltip = [alt.Tooltip("label:N", title=_t(lang, "axis_multiplier")),
                alt.Tooltip("accuracy:Q", title=_t(lang, "axis_accuracy"), format=".3f"),
                alt.Tooltip("max_weight:Q", title=_t(lang, "axis_max_weight"), format=".3f"),
                alt.Tooltip("effective_tokens:Q", title=_t(lang, "axis_effective"), format=".2f"),
                alt.Tooltip("relevant_mass:Q", title=_t(lang, "axis_relevant_mass"), format=".1%")]
-    y = alt.Y("accuracy:Q", title=_t(lang, "axis_accuracy"), scale=alt.Scale(domain=[0.5, 0.9]))
-    base = alt.Chart(data).encode(x=x, y=y, order="order:Q", tooltip=tooltip)
-    text = base.mark_text(align="left", dx=7, fontSize=12).encode(text="label:N")
+    y = alt.Y("accuracy:Q", title=_t(lang, "axis_accuracy"),
+              scale=alt.Scale(domain=list(ACCURACY_DOMAIN)))
+    base = alt.Chart(data).encode(x=x, y=y, order=alt.Order("order:Q"), tooltip=tooltip)
+    text = base.mark_text(align="left", dx=7, fontSize=12).encode(text=alt.Text("label:N"))
     labels = [text.transform_filter(f"{'' if below else '!'}datum.below && "
                                     f"{'' if left else '!'}datum.left").mark_text(
         align="right" if left else "left", dx=-6 if left else 6, dy=12 if below else -9,
@@ -84,8 +97,8 @@ def _labelled_curve(data: pd.DataFrame, x: alt.X, lang: str, title: str,
         _reference_rules(lang),
     )
     if width is None:                  # as wide as its column
-        return fit_width(curve.properties(title=panel_title(title), height=height))
-    return curve.properties(title=title, width=width, height=height)
+        return fit_width(with_properties(curve, title=panel_title(title), height=height))
+    return with_properties(curve, title=title, width=width, height=height)
 
 
 def _sharpening_views(sweep: pd.DataFrame, lang: str, width: int | None,
@@ -112,8 +125,10 @@ def sharpening_chart(sweep: pd.DataFrame, lang: str, width: int = 360,
 
 
 def sharpening_panels(sweep: pd.DataFrame, lang: str, height: int = 260) -> Panels:
-    """sharpening_chart as two panels as wide as their columns (a phone stacks them)."""
-    return Panels(_sharpening_views(sweep, lang, None, height), 2, sharpening_chart(sweep, lang))
+    """sharpening_chart as two panels as wide as their columns (a phone stacks them); the
+    whole figure (the downloads') is built only when a Download menu asks for it."""
+    return Panels(_sharpening_views(sweep, lang, None, height), 2,
+                  lambda: sharpening_chart(sweep, lang))
 
 
 def mass_chart(sweep: pd.DataFrame, lang: str, height: int = 260) -> alt.LayerChart:
@@ -155,15 +170,15 @@ def _scaling_views(table: pd.DataFrame, lang: str, width: int | None,
         base = alt.Chart(data).encode(x=x, xOffset=offset, color=color)
         layers = [
             base.mark_errorbar(extent="stdev", ticks=True).encode(y=y),
-            base.mark_tick(thickness=3, size=18).encode(y=f"mean({field}):Q"),
+            base.mark_tick(thickness=3, size=18).encode(y=alt.Y(f"mean({field}):Q")),
             base.mark_circle(size=55, opacity=0.75).encode(y=y, tooltip=tooltip),
         ]
         if refs:
             layers.append(_reference_rules(lang))
         if width is None:              # as wide as its column
-            return fit_width(alt.layer(*layers).properties(title=panel_title(title),
-                                                           height=height))
-        return alt.layer(*layers).properties(title=title, width=width, height=height)
+            return fit_width(with_properties(alt.layer(*layers), title=panel_title(title),
+                                             height=height))
+        return with_properties(alt.layer(*layers), title=title, width=width, height=height)
 
     return (panel("accuracy", _t(lang, "title_scaling_accuracy"), [0.5, 0.9], True),
             panel("max_weight", _t(lang, "title_scaling_max"), [0, 1.05], False))
@@ -178,7 +193,8 @@ def scaling_chart(table: pd.DataFrame, lang: str, width: int = 300,
 
 def scaling_panels(table: pd.DataFrame, lang: str, height: int = 260) -> Panels:
     """scaling_chart as two panels as wide as their columns (a phone stacks them)."""
-    return Panels(_scaling_views(table, lang, None, height), 2, scaling_chart(table, lang))
+    return Panels(_scaling_views(table, lang, None, height), 2,
+                  lambda: scaling_chart(table, lang))
 
 
 def _relevance(frame: pd.DataFrame, lang: str) -> tuple[pd.DataFrame, alt.Color]:
@@ -205,9 +221,9 @@ def _sample_views(sample: pd.DataFrame, lang: str, width: int | None,
                      alt.Tooltip("kind:N", title=" "),
                      alt.Tooltip("weight:Q", title=_t(lang, "axis_weight"), format=".3f")])
         title = m_label(multiplier, lang)
-        panels.append(fit_width(bars.properties(title=panel_title(title), height=height))
+        panels.append(fit_width(with_properties(bars, title=panel_title(title), height=height))
                       if width is None else
-                      bars.properties(title=title, width=width, height=height))
+                      with_properties(bars, title=title, width=width, height=height))
     return tuple(panels)
 
 
@@ -220,7 +236,8 @@ def sample_chart(sample: pd.DataFrame, lang: str, width: int = 330,
 
 def sample_panels(sample: pd.DataFrame, lang: str, height: int = 200) -> Panels:
     """sample_chart as two panels as wide as their columns (a phone stacks them)."""
-    return Panels(_sample_views(sample, lang, None, height), 2, sample_chart(sample, lang))
+    return Panels(_sample_views(sample, lang, None, height), 2,
+                  lambda: sample_chart(sample, lang))
 
 
 def leave_one_out_chart(leave_one_out: pd.DataFrame, lang: str, height: int = 320) -> alt.Chart:
@@ -236,5 +253,6 @@ def leave_one_out_chart(leave_one_out: pd.DataFrame, lang: str, height: int = 32
                  alt.Tooltip("kind:N", title=" "),
                  alt.Tooltip("weight:Q", title=_t(lang, "axis_weight"), format=".3f"),
                  alt.Tooltip("effect:Q", title=_t(lang, "axis_effect"), format=".3f")],
-    ).properties(height=height)
-    return fit_width(chart)
+    )
+    # 1,024 points: no per-point ARIA description (Vega evaluates one per mark; charts/vega.py)
+    return fit_width(with_properties(chart, height=height, config=NO_ARIA))

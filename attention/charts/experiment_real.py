@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 
 from attention.conclusions.sweeps import setting_name, short_name
-from attention.charts.size import fit_width
+from attention.charts.size import fit_width, with_properties
+from attention.charts.vega import NO_ARIA
 from attention.i18n import translate
 
 TRAINED = "#d62728"
@@ -70,9 +71,9 @@ def quality_chart(g: pd.DataFrame, lang: str, measure: str = "max_weight",
     base = alt.Chart(data)
     points = base.mark_point(filled=True, size=70).encode(x=x, y=y, color=_colour(lang),
                                                           tooltip=tips)
-    ybars = base.mark_rule().encode(x=x, y=alt.Y(f"{qlo}:Q", scale=yscale), y2=f"{qhi}:Q",
+    ybars = base.mark_rule().encode(x=x, y=alt.Y(f"{qlo}:Q", scale=yscale), y2=alt.Y2(f"{qhi}:Q"),
                                     color=_colour(lang))
-    xbars = base.mark_rule().encode(x=alt.X(f"{lo}:Q", scale=xscale), x2=f"{hi}:Q", y=y,
+    xbars = base.mark_rule().encode(x=alt.X(f"{lo}:Q", scale=xscale), x2=alt.X2(f"{hi}:Q"), y=y,
                                     color=_colour(lang))
     trained = float(data.loc[data["family"] == "base", measure].iloc[0])
     flatter = (data[measure] < trained) if measure == "max_weight" else (data[measure] > trained)
@@ -86,10 +87,10 @@ def quality_chart(g: pd.DataFrame, lang: str, measure: str = "max_weight",
     left = (data[measure] > data[measure].max() - 0.1 * span).to_numpy()
     labels = [alt.Chart(data[(place == where) & (left == on_left)]).mark_text(
         align="right" if on_left else "left", dx=-dx if on_left else dx, dy=dy,
-        fontSize=11).encode(x=x, y=y, text="short:N")
+        fontSize=11).encode(x=x, y=y, text=alt.Text("short:N"))
         for where, dx, dy in (("below", 7, 12), ("above", 7, -8), ("base", 7, 14))
         for on_left in (False, True)]
-    return fit_width(alt.layer(ybars, xbars, points, *labels).properties(height=340))
+    return fit_width(with_properties(alt.layer(ybars, xbars, points, *labels), height=340))
 
 
 def interval_bars(data: pd.DataFrame, lang: str, value: str, lo: str, hi: str, title: str,
@@ -106,12 +107,11 @@ def interval_bars(data: pd.DataFrame, lang: str, value: str, lo: str, hi: str, t
     tips = [alt.Tooltip("setting:N", title=_t(lang, "axis_setting")),
             _tip(f"{value}:Q", lang, ".3f"), _tip(f"{lo}:Q", lang, ".3f"),
             _tip(f"{hi}:Q", lang, ".3f"), _tip(f"{count}:Q", lang)]
-    return fit_width((base.mark_rule().encode(y=y, x=alt.X(f"{lo}:Q", title=title, scale=scale,
-                                                          axis=axis),
-                                    x2=f"{hi}:Q", color=_colour(lang, below=True))
-            + base.mark_point(filled=True, size=60).encode(y=y, x=x, color=_colour(lang, below=True),
-                                                         tooltip=tips)
-            ).properties(height=alt.Step(26)))
+    rules = base.mark_rule().encode(y=y, x=alt.X(f"{lo}:Q", title=title, scale=scale, axis=axis),
+                                    x2=alt.X2(f"{hi}:Q"), color=_colour(lang, below=True))
+    points = base.mark_point(filled=True, size=60).encode(
+        y=y, x=x, color=_colour(lang, below=True), tooltip=tips)
+    return fit_width(with_properties(alt.layer(rules, points), height=alt.Step(26)))
 
 
 def layer_chart(layers: pd.DataFrame, family: str, lang: str,
@@ -144,12 +144,12 @@ def layer_chart(layers: pd.DataFrame, family: str, lang: str,
             _tip(f"{value}:Q", lang, "+.4f"), _tip(f"{lo}:Q", lang, "+.4f"),
             _tip(f"{hi}:Q", lang, "+.4f"), _tip(f"{count}:Q", lang)]
     zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#555", strokeDash=[4, 3]) \
-        .encode(y="y:Q")
-    return fit_width((zero + base.mark_rule().encode(x=x, xOffset=offset, y=f"{lo}:Q", y2=f"{hi}:Q",
-                                           color=colour)
-            + base.mark_point(filled=True, size=40).encode(x=x, xOffset=offset, y=y,
-                                                           color=colour, tooltip=tips)
-            ).properties(height=260))
+        .encode(y=alt.Y("y:Q"))
+    rules = base.mark_rule().encode(x=x, xOffset=offset, y=alt.Y(f"{lo}:Q"), y2=alt.Y2(f"{hi}:Q"),
+                                    color=colour)
+    points = base.mark_point(filled=True, size=40).encode(x=x, xOffset=offset, y=y, color=colour,
+                                                          tooltip=tips)
+    return fit_width(with_properties(alt.layer(zero, rules, points), height=260))
 
 
 def tau_chart(g: pd.DataFrame, lang: str, quality: tuple = PERPLEXITY) -> alt.LayerChart:
@@ -166,11 +166,11 @@ def tau_chart(g: pd.DataFrame, lang: str, quality: tuple = PERPLEXITY) -> alt.La
     tips = [_tip("tau:Q", lang), _tip(f"{value}:Q", lang, ".3f"),
             _tip(f"{lo}:Q", lang, ".3f"), _tip(f"{hi}:Q", lang, ".3f"),
             _tip("max_weight:Q", lang, ".3f"), _tip(f"{count}:Q", lang)]
-    return fit_width((base.mark_line(color=OTHER) + base.mark_rule(color=OTHER).encode(
-        x=x, y=alt.Y(f"{lo}:Q", title=_t(lang, title), scale=yscale),
-        y2=f"{hi}:Q")
-            + base.mark_point(filled=True, color=OTHER, size=50).encode(x=x, y=y, tooltip=tips)
-            ).encode(x=x, y=y).properties(height=260))
+    rules = base.mark_rule(color=OTHER).encode(
+        x=x, y=alt.Y(f"{lo}:Q", title=_t(lang, title), scale=yscale), y2=alt.Y2(f"{hi}:Q"))
+    points = base.mark_point(filled=True, color=OTHER, size=50).encode(x=x, y=y, tooltip=tips)
+    return fit_width(with_properties(alt.layer(base.mark_line(color=OTHER), rules, points)
+                                     .encode(x=x, y=y), height=260))
 
 
 def heads_chart(per_head: pd.DataFrame, lang: str, measure: str = "max_weight") -> alt.LayerChart:
@@ -186,9 +186,11 @@ def heads_chart(per_head: pd.DataFrame, lang: str, measure: str = "max_weight") 
             _tip("zero_lo:Q", lang, "+.4f"), _tip("zero_hi:Q", lang, "+.4f"),
             _tip("mean:Q", lang, "+.4f"), _tip(f"{measure}:Q", lang, ".3f"),
             _tip("texts:Q", lang)]
-    return fit_width((base.mark_rule(opacity=0.5).encode(x=x, y="zero_lo:Q", y2="zero_hi:Q", color=colour)
-            + base.mark_point(filled=True, size=35).encode(x=x, y=y, color=colour, tooltip=tips)
-            ).properties(height=320))
+    rules = base.mark_rule(opacity=0.5).encode(x=x, y=alt.Y("zero_lo:Q"), y2=alt.Y2("zero_hi:Q"),
+                                               color=colour)
+    points = base.mark_point(filled=True, size=35).encode(x=x, y=y, color=colour, tooltip=tips)
+    # a point and a rule per head (540 marks for SmolLM2): no per-mark ARIA description
+    return fit_width(with_properties(alt.layer(rules, points), height=320, config=NO_ARIA))
 
 
 def agreement_chart(agree: pd.DataFrame, lang: str) -> alt.LayerChart:
@@ -204,8 +206,9 @@ def agreement_chart(agree: pd.DataFrame, lang: str) -> alt.LayerChart:
             _tip("spearman:Q", lang, "+.2f"), _tip("ci_low:Q", lang, "+.2f"),
             _tip("ci_high:Q", lang, "+.2f"), _tip("null_low:Q", lang, "+.2f"),
             _tip("null_high:Q", lang, "+.2f"), _tip("heads:Q", lang)]
-    return fit_width((base.mark_bar(color="#cccccc", width=10).encode(x=x, y="null_low:Q", y2="null_high:Q")
-            + base.mark_rule(color=OTHER).encode(x=x, y="ci_low:Q", y2="ci_high:Q")
-            + base.mark_point(filled=True, color=OTHER).encode(
-                x=x, y=alt.Y("spearman:Q", title=_t(lang, "axis_rho")), tooltip=tips)
-            ).properties(height=200))
+    null = base.mark_bar(color="#cccccc", width=10).encode(x=x, y=alt.Y("null_low:Q"),
+                                                          y2=alt.Y2("null_high:Q"))
+    rules = base.mark_rule(color=OTHER).encode(x=x, y=alt.Y("ci_low:Q"), y2=alt.Y2("ci_high:Q"))
+    points = base.mark_point(filled=True, color=OTHER).encode(
+        x=x, y=alt.Y("spearman:Q", title=_t(lang, "axis_rho")), tooltip=tips)
+    return fit_width(with_properties(alt.layer(null, rules, points), height=200))

@@ -27,6 +27,8 @@ from typing import Any, Callable, Mapping
 import altair as alt
 import pandas as pd
 
+from attention.charts.size import shallow_copy
+
 _CHILDREN = ("layer", "hconcat", "vconcat", "concat")
 LAYOUTS = 256   # layout JSONs kept (per builder): a few KB each, shared by every session
 CANVAS = {"embedOptions": {"renderer": "canvas"}}   # usermeta: big grids draw faster on a canvas
@@ -95,7 +97,7 @@ def page_spec(chart: alt.TopLevelMixin | Figure) -> dict:
 def _detach(chart: Any, datasets: dict[str, pd.DataFrame], names: dict[int, str]) -> Any:
     """A shallow copy of chart whose data (and its children's) is alt.NamedData; the same frame
     used twice keeps one name."""
-    bare = chart.copy(deep=False)
+    bare = shallow_copy(chart)           # chart.copy(deep=False) re-ran a layer's __init__
     data = getattr(bare, "data", alt.Undefined)
     if isinstance(data, alt.InlineData):
         data = pd.DataFrame(data.values)

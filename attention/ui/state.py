@@ -247,3 +247,15 @@ def _keep_in_url(name: str, value):
     if st.query_params.get(name) != str(value):   # each write sends the browser the whole URL
         st.query_params[name] = str(value)
     return value
+
+
+def view_expander(name: str, label: str, **kwargs):
+    """A collapsed box whose being open lives in the URL as `name` ("True" / "False"), so a
+    shared link reopens it as it was (a malformed value: closed). Opening or closing it reruns
+    the page; draw its content only while `.open` (closed, the page pays nothing for it)."""
+    key = "view_" + name
+    if not isinstance(st.session_state.get(key), bool):
+        st.session_state[key] = view_value(name, False, flag)
+    box = st.expander(label, key=key, on_change="rerun", **kwargs)
+    _keep_in_url(name, bool(box.open))
+    return box

@@ -27,11 +27,12 @@ from attention.charts.size import FIT_PX
 from attention.ui.chart import show
 from attention.ui.explain import explanation
 from attention.ui.export import chart_buttons, csv_button
-from attention.ui.state import view_widget
+from attention.ui.state import flag, view_widget
 from attention.ui.text import lang, t
 
 SEED_RANGE = (0, 9999)
 SEED_VIEW = "sh_seed"    # URL key: sh_<name> on this page (docs/architecture.md)
+TABLES_VIEW = "sh_tables"   # the measured tables shown (off: a cold link draws no table)
 CACHE_HIT = 0.05         # s: less than this, a run came from the server's memory, not training
 
 
@@ -119,7 +120,7 @@ def _section(title_key: str, caption: str, chart, name: str, conclusion: str) ->
     st.caption(caption)
     show(chart, width=FIT_PX)      # a single chart fits the page; panels their columns
     st.info(conclusion, icon=":material/insights:")
-    chart_buttons(chart, name)
+    chart_buttons(chart, name, key=f"menu_{name}")    # its buttons drawn only when opened
 
 
 def draw_sharpening(study: SharpeningStudy) -> None:
@@ -172,8 +173,12 @@ def shown_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def draw_tables(seed: int, study: SharpeningStudy, sweep: pd.DataFrame) -> None:
     """The sharpening and scaling tables with their CSVs, and the leave-one-out CSV (its file
-    keeps the page's word, importance)."""
+    keeps the page's word, importance), behind a toggle kept in the URL (?sh_tables=): every
+    number is in the charts' tooltips and conclusions already."""
     st.subheader(t("sharper.sec_tables"))
+    if not view_widget(TABLES_VIEW, st.toggle, default=False, cast=flag,
+                       label=t("sharper.show_tables")):
+        return
     for key, table, name in (("sharper.table_sharpen", study.sweep, "sharpening_sweep"),
                              ("sharper.table_scaling", sweep, "scaling_sweep")):
         st.caption(t(key))

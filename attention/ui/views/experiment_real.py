@@ -17,7 +17,7 @@ from attention.conclusions import sweeps as conclusions
 from attention.charts.size import FIT_PX
 from attention.ui.chart import show
 from attention.ui.export import chart_buttons, csv_button
-from attention.ui.state import view_widget
+from attention.ui.state import flag, view_expander, view_widget
 from attention.ui.text import lang, t
 
 MODEL = config.BUNDLED_LM
@@ -28,6 +28,9 @@ MEASURES = ("max_weight", "entropy")
 MEASURE_VIEW = "sh_measure"      # URL key (docs/architecture.md: sh_ on this page)
 KINDS = ("lm", "sentence")       # the causal LM (next-piece loss), the sentence model (retrieval)
 MODEL_VIEW = "sh_model"
+LAYERS_VIEW = "sh_layers"        # the per-layer charts shown (a cold link draws fewer charts)
+NUMBERS_VIEW = "sh_numbers"      # the summary tables' box open
+HEADS_VIEW = "sh_heads"          # the two per-head charts shown (its sentence always is)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -47,7 +50,7 @@ def _section(title_key: str, caption: str, chart, name: str, finding: str | None
     show(chart, width=FIT_PX)
     if finding:
         st.info(finding, icon=":material/insights:")
-    chart_buttons(chart, name, table)
+    chart_buttons(chart, name, table, key=f"menu_{name}")   # its buttons drawn when opened
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -73,8 +76,11 @@ def draw_real_models() -> None:
                        label=t("realsharp.pick_model"), options=KINDS, horizontal=True,
                        format_func=lambda k: t(f"realsharp.model_{k}",
                                                model=MODEL if k == "lm" else SENTENCE_MODEL))
+    layers_shown = view_widget(LAYERS_VIEW, st.toggle, default=False, cast=flag,
+                               label=t("realsharp.show_layers"),
+                               help=t("realsharp.show_layers_help"))
     if kind == "sentence":
-        _draw_sentence_model(code)
+        _draw_sentence_model(code, layers_shown)
         return
     st.markdown(t("realsharp.intro", model=MODEL))
     tables = _tables(MODEL, CORPUS)
@@ -97,17 +103,18 @@ def draw_real_models() -> None:
                                   t("realsharp.axis_ppl"), log=True), "scale_variants", None)
     rest = summary.get("layers_rest")          # the other variants, one layer at a time
     if rest is not None and (rest["family"] == "scale").any():
-        st.caption(t("realsharp.scale_layers_caption", texts=int(rest["texts"].max())))
-        show(charts.layer_chart(rest, "scale", code), width=FIT_PX)
+        if layers_shown:
+            st.caption(t("realsharp.scale_layers_caption", texts=int(rest["texts"].max())))
+            show(charts.layer_chart(rest, "scale", code), width=FIT_PX)
         st.info(conclusions.scale_layers_sentence(rest, code), icon=":material/insights:")
     st.subheader(t("realsharp.sec_temperature"))
-    st.caption(t("realsharp.temperature_caption",
-                 texts=int(layers["texts"].max()) if layers is not None else texts))
+    st.caption(t("realsharp.temperature_caption"))
     show(charts.tau_chart(g, code), width=FIT_PX)
-    if layers is not None:
-        show(charts.layer_chart(layers, "tau", code), width=FIT_PX)
-    else:
+    if layers is None:
         st.caption(t("realsharp.layers_missing"))
+    elif layers_shown:
+        st.caption(t("realsharp.temperature_layers_caption", texts=int(layers["texts"].max())))
+        show(charts.layer_chart(layers, "tau", code), width=FIT_PX)
     every_tau = layers if rest is None or layers is None else pd.concat([layers, rest])
     st.info(conclusions.temperature_sentence(g, every_tau, code), icon=":material/insights:")
     _draw_heads(tables, code)
@@ -116,13 +123,16 @@ def draw_real_models() -> None:
     st.caption(t("realsharp.sinks_caption"))
     show(charts.interval_bars(sinks, code, "d_nll", "d_lo", "d_hi", t("realsharp.axis_dnll")),
          width=FIT_PX)
-    if layers is not None:
+    if layers is not None and layers_shown:
+        st.caption(t("realsharp.sinks_layers_caption"))
         show(charts.layer_chart(layers, "sinks", code), width=FIT_PX)
     st.info(conclusions.sinks_sentence(g, layers, code), icon=":material/insights:")
-    with st.expander(t("realsharp.table")):
+    numbers = view_expander(NUMBERS_VIEW, t("realsharp.table"))
+    if numbers.open:
         for name, frame in summary.items():
-            st.dataframe(shown_summary(frame, code), hide_index=True, width="stretch")
-            csv_button(frame, f"{MODEL}_{name}_summary")
+            numbers.dataframe(shown_summary(frame, code), hide_index=True, width="stretch")
+            with numbers:
+                csv_button(frame, f"{MODEL}_{name}_summary")
 
 
 # The summary's columns as a reader sees them (the CSV keeps the ids)
@@ -149,10 +159,12 @@ def _draw_heads(tables: dict, code: str) -> None:
     if per_head is None or agree is None:
         st.caption(t("realsharp.heads_missing"))
         return
-    st.caption(t("realsharp.heads_caption", heads=len(per_head),
-                 texts=int(per_head["texts"].max())))
-    show(charts.heads_chart(per_head, code), width=FIT_PX)
-    show(charts.agreement_chart(agree, code), width=FIT_PX)
+    if view_widget(HEADS_VIEW, st.toggle, default=False, cast=flag,
+                   label=t("realsharp.show_heads", heads=len(per_head))):
+        st.caption(t("realsharp.heads_caption", heads=len(per_head),
+                     texts=int(per_head["texts"].max())))
+        show(charts.heads_chart(per_head, code), width=FIT_PX)
+        show(charts.agreement_chart(agree, code), width=FIT_PX)
     st.info(conclusions.heads_sentence(agree, per_head, code), icon=":material/insights:")
 
 
@@ -164,7 +176,7 @@ def _reference() -> float:
     return float(base["pieces"]) / float(base["texts"]) + 1.0
 
 
-def _draw_sentence_model(code: str) -> None:
+def _draw_sentence_model(code: str, layers_shown: bool) -> None:
     """The sentence model: paraphrase retrieval over the whole pair set under each setting."""
     name = SENTENCE_MODEL
     summary, count = _pair_tables(name, PAIRS)
@@ -191,18 +203,21 @@ def _draw_sentence_model(code: str) -> None:
                                   count="pairs"),
              "scale_variants_retrieval", conclusions.pairs_scale_sentence(g, code))
     st.subheader(t("realsharp.sec_temperature"))
-    st.caption(t("realsharp.pairs_temperature_caption",
-                 pairs=int(layers["pairs"].max()) if layers is not None else pairs))
+    st.caption(t("realsharp.pairs_temperature_caption"))
     show(charts.tau_chart(g, code, charts.ACCURACY), width=FIT_PX)
-    if layers is not None:
+    if layers is None:
+        st.caption(t("realsharp.layers_missing"))
+    elif layers_shown:
+        st.caption(t("realsharp.pairs_temperature_layers_caption",
+                     pairs=int(layers["pairs"].max())))
         show(charts.layer_chart(layers, "tau", code,
                                 ("d_acc", "d_acc_lo", "d_acc_hi", "axis_dacc", "pairs")),
              width=FIT_PX)
-    else:
-        st.caption(t("realsharp.layers_missing"))
     st.info(conclusions.pairs_temperature_sentence(g, layers, code), icon=":material/insights:")
-    with st.expander(t("realsharp.table")):
+    numbers = view_expander(NUMBERS_VIEW, t("realsharp.table"))
+    if numbers.open:
         for sweep, frame in summary.items():
-            st.dataframe(shown_summary(frame, code, PAIR_SHOWN), hide_index=True,
-                         width="stretch")
-            csv_button(frame, f"{name}_{sweep}_retrieval_summary")
+            numbers.dataframe(shown_summary(frame, code, PAIR_SHOWN), hide_index=True,
+                              width="stretch")
+            with numbers:
+                csv_button(frame, f"{name}_{sweep}_retrieval_summary")
