@@ -69,6 +69,20 @@ def _measure() -> str:
                        format_func=lambda m: t(f"realsharp.measure_{m}"))
 
 
+def _answer_and_quality(g, missing: str, answer, caption, chart, name: str) -> bool:
+    """A model's answer (at most three sentences), the sharpness measure's picker and the
+    sharpness-against-quality chart of its global summary `g`; False, after the warning
+    `missing`, when nothing is shipped. answer() and caption() are called only when `g` has
+    rows; chart(measure) makes the chart for the measure picked."""
+    if g is None or not len(g):
+        st.warning(missing)
+        return False
+    st.subheader(t("realsharp.answer"))
+    st.markdown("\n".join(f"- {s}" for s in answer()))
+    _section("realsharp.sec_quality", caption(), chart(_measure()), name, None, g)
+    return True
+
+
 def draw_real_models() -> None:
     code = lang()
     st.header(t("realsharp.title"))
@@ -86,16 +100,14 @@ def draw_real_models() -> None:
     tables = _tables(MODEL, CORPUS)
     summary = tables["summary"]
     g = summary.get("global")
-    if g is None or not len(g):
-        st.warning(t("realsharp.missing", model=MODEL))
+    shown = _answer_and_quality(
+        g, t("realsharp.missing", model=MODEL), lambda: conclusions.answer(g, MODEL, code),
+        lambda: t("realsharp.quality_caption", texts=int(g["texts"].max())),
+        lambda m: charts.quality_chart(g, code, m), "sharpness_quality")
+    if not shown:
         return
     layers = summary.get("layers")
-    st.subheader(t("realsharp.answer"))
-    st.markdown("\n".join(f"- {s}" for s in conclusions.answer(g, MODEL, code)))
     texts = int(g["texts"].max())
-    measure = _measure()
-    _section("realsharp.sec_quality", t("realsharp.quality_caption", texts=texts),
-             charts.quality_chart(g, code, measure), "sharpness_quality", None, g)
     scales = g[g["family"].isin(["base", "scale"])]
     reference = _reference()
     _section("realsharp.sec_scale", t("realsharp.scale_caption", reference=reference, texts=texts),
@@ -183,17 +195,15 @@ def _draw_sentence_model(code: str, layers_shown: bool) -> None:
     st.markdown(t("realsharp.intro_pairs", model=name, pairs=count, sentences=2 * count))
     st.caption(t("realsharp.pairs_chinese", model=name))
     g = summary.get("global")
-    if g is None or not len(g):
-        st.warning(t("realsharp.pairs_missing", model=name))
+    shown = _answer_and_quality(
+        g, t("realsharp.pairs_missing", model=name),
+        lambda: conclusions.pairs_answer(g, name, code),
+        lambda: t("realsharp.pairs_quality_caption", pairs=int(g["pairs"].max())),
+        lambda m: charts.quality_chart(g, code, m, charts.ACCURACY), "sharpness_retrieval")
+    if not shown:
         return
     layers = summary.get("layers")
-    st.subheader(t("realsharp.answer"))
-    st.markdown("\n".join(f"- {s}" for s in conclusions.pairs_answer(g, name, code)))
     pairs = int(g["pairs"].max())
-    measure = _measure()
-    _section("realsharp.sec_quality", t("realsharp.pairs_quality_caption", pairs=pairs),
-             charts.quality_chart(g, code, measure, charts.ACCURACY), "sharpness_retrieval",
-             None, g)
     base = g[g["family"] == "base"].iloc[0]
     reference = float(base["pieces"]) / (2 * pairs)       # mean pieces per sentence of the set
     _section("realsharp.sec_scale", t("realsharp.pairs_scale_caption", reference=reference,
