@@ -36,7 +36,8 @@ LONG = tuple((WORDS * (2048 // len(WORDS) + 1))[:2048])   # the token limit
 SHOTS = {
     "heatmap.png": ("Heatmap", AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat")), None, {}),
     "long_input.png": ("Heatmap", AttentionSpec(tokens=LONG, causal=True), 0, {}),
-    "score_analysis.png": ("Score_analysis", AttentionSpec(d_k=64), 0, {}),
+    "score_analysis.png": ("Score_analysis", AttentionSpec(d_k=64),    # from its Figure picker
+                           '[data-testid="stMain"] [data-testid="stButtonGroup"]', {}),
     "model_heads.png": ("Model_heads", AttentionSpec(source="pretrained", layer=2), 0,
                         {"mh_layer": "2", "mh_head": "3"}),
     "importance.png": ("Does_the_model_use_it", AttentionSpec(), None, {}),
