@@ -149,3 +149,42 @@ def test_uploaded_q_and_k_stay_when_another_part_is_opened(server, page, tmp_pat
     expect(main.get_by_text("Upload Q and K to see their attention.", exact=False)).to_be_visible(
         timeout=LOAD)
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+DRAWN = """() => [...document.querySelectorAll('[data-testid="stMain"] .ae-heatmap')].map(
+    root => ({label: [...root.querySelectorAll('canvas')].map(c => c.getAttribute('aria-label'))
+                      .join('|'),
+              drawn: root.dataset.drawn || null, pending: !!root.dataset.pending}))"""
+
+
+def test_a_head_click_repaints_the_heads_figures_and_keeps_the_layers_rollout(server, page):
+    """A head click redraws the head's figures (their draw count, attention/ui/canvas.js's
+    data-drawn, grows) and not the layer's rollout: Streamlit does not run the component
+    again for a figure sent again unchanged, so the click costs the browser no rollout."""
+    page.goto(f"{server.url}/Model_heads?{urlencode(SPEC.to_query())}&mh_layer=1&mh_head=3")
+    expect(page.locator("h3", has_text="Layer 1, head 3:")).to_be_visible(timeout=LOAD)
+    settle(page)
+    page.wait_for_function(f"() => ({DRAWN})().every(f => f.drawn && !f.pending)", timeout=LOAD)
+    before = page.evaluate(DRAWN)
+    rollout = [i for i, f in enumerate(before) if f["label"] == "Rollout"]
+    assert len(rollout) == 1 and len(before) >= 4
+    picker = page.locator('[data-testid="stMain"]').get_by_role("combobox", name="Head")
+    option = page.get_by_role("option", name="4", exact=True)
+    for _ in range(10):   # a click that scrolls the picker into view may only focus it
+        picker.click()
+        try:
+            option.wait_for(timeout=2_000)
+            break
+        except Exception:
+            page.keyboard.press("Escape")
+    option.click()
+    expect(page.locator("h3", has_text="Layer 1, head 4:")).to_be_visible(timeout=LOAD)
+    settle(page)
+    page.wait_for_function(f"() => ({DRAWN})().every(f => f.drawn && !f.pending)", timeout=LOAD)
+    after = page.evaluate(DRAWN)
+    assert [f["label"] for f in after] == [f["label"] for f in before]
+    for i, (b, a) in enumerate(zip(before, after)):
+        if i in rollout:
+            assert a["drawn"] == b["drawn"]            # the same rollout: not drawn again
+        else:
+            assert int(a["drawn"]) > int(b["drawn"])   # the grid's frame, the new head's panels
