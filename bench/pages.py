@@ -148,7 +148,7 @@ SETTLE = 150   # ms without a message before a click counts as done
 DRAW_SETTLE = 400   # ms without a message or a draw call before a drawn click counts as done
 
 
-def _choose(page, label: str, option: str):
+def choose(page, label: str, option: str):
     """Open the picker `label` of the main area if it is one, and return `option`'s element."""
     main = page.locator('[data-testid="stMain"]')
     if label == VIEW_BUTTONS:
@@ -171,7 +171,7 @@ def _choose(page, label: str, option: str):
 def pick(page, label: str, option: str, timeout: float = 300_000) -> float:
     """ms from the pointer going down on `option` of the main area's picker `label` until the
     rerun has drawn (the probe's readiness: idle, no skeleton, every chart drawn)."""
-    return act(page, lambda: _choose(page, label, option).click(), timeout)
+    return act(page, lambda: choose(page, label, option).click(), timeout)
 
 
 def act(page, action, timeout: float = 300_000) -> float:
@@ -195,7 +195,7 @@ def pick_drawn(page, label: str, option: str, timeout: float = 300_000) -> float
     drawn after the pointer went down, the script is idle, and neither a message nor a draw
     call came for DRAW_SETTLE ms."""
     seen = page.evaluate("() => window.__msgs")
-    _choose(page, label, option).click()
+    choose(page, label, option).click()
     idle = '[data-testid="stApp"][data-test-script-state="notRunning"]'
     drawn = page.wait_for_function(
         f"""() => {{

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from attention.i18n import translate
 from attention.spec import AttentionSpec
+from bench.pages import choose
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -168,16 +169,7 @@ def test_a_head_click_repaints_the_heads_figures_and_keeps_the_layers_rollout(se
     before = page.evaluate(DRAWN)
     rollout = [i for i, f in enumerate(before) if f["label"] == "Rollout"]
     assert len(rollout) == 1 and len(before) >= 4
-    picker = page.locator('[data-testid="stMain"]').get_by_role("combobox", name="Head")
-    option = page.get_by_role("option", name="4", exact=True)
-    for _ in range(10):   # a click that scrolls the picker into view may only focus it
-        picker.click()
-        try:
-            option.wait_for(timeout=2_000)
-            break
-        except Exception:
-            page.keyboard.press("Escape")
-    option.click()
+    choose(page, "Head", "4").click()          # as bench.pages clicks a picker
     expect(page.locator("h3", has_text="Layer 1, head 4:")).to_be_visible(timeout=LOAD)
     settle(page)
     page.wait_for_function(f"() => ({DRAWN})().every(f => f.drawn && !f.pending)", timeout=LOAD)
