@@ -5,6 +5,8 @@ pruning curves, head importance and the conclusions are those of the shipped fra
 corpus that is not shipped is computed once (a tiny model) and then read back."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -249,3 +251,45 @@ def test_the_page_measures_whole_bundled_corpora_and_the_first_texts_of_any_othe
     assert store.measured(str(tiny["bert_base"]), "bundled:en", texts) == \
         texts[:store.PAGE_TEXTS]
     assert store.measured(config.BUNDLED, "upload", texts[:3]) == texts[:3]
+
+
+def _chart_places(page) -> list[tuple[int, ...]]:
+    """Where each chart sits in the page's tree (block indices from the main area down)."""
+    out = []
+
+    def walk(node, path):
+        for index, child in getattr(node, "children", {}).items():
+            if getattr(child, "type", None) == "vega_lite_chart":
+                out.append((*path, index))
+            walk(child, (*path, index))
+    walk(page.main, ())
+    return out
+
+
+def test_a_toggle_keeps_every_chart_in_its_place_and_builds_no_chart_again(record, monkeypatch):
+    """The Tables toggle adds its tables inside places that are there either way: every chart
+    keeps its place in the page (a shifted element is drawn again from scratch by the
+    browser: 480 ms a click against 180). A click that leaves a chart as it is builds no chart:
+    each comes from the server's store, and equals the chart built afresh."""
+    from attention.charts import importance as charts
+    from attention.charts.vega import page_spec
+
+    page = _open("en", monkeypatch)
+    places = _chart_places(page)
+    assert len(places) == 6
+    built = []
+    for name in ("agreement_chart", "faithfulness_chart", "heads_chart", "sharpness_chart",
+                 "pruning_chart", "sweep_chart"):
+        monkeypatch.setattr(charts, name, lambda *a, _real=getattr(charts, name), _name=name,
+                            **k: built.append(_name) or _real(*a, **k))
+    page.toggle(key="view_imp_tables").set_value(True).run(timeout=300)
+    assert len(page.dataframe) == 2 and _chart_places(page) == places
+    page.toggle(key="view_imp_tables").set_value(False).run(timeout=300)
+    assert len(page.dataframe) == 0 and _chart_places(page) == places
+    assert built == []
+    page.toggle(key="view_imp_words").set_value(False).run(timeout=300)
+    assert built == ["agreement_chart"] and _chart_places(page) == places
+    sent = page.get("vega_lite_chart")[0].proto.spec
+    fresh = page_spec(charts.agreement_chart(record.frames["agreement_all"].query("texts > 0"), "en"))
+    fresh.pop("datasets")
+    assert json.loads(sent) == json.loads(json.dumps(fresh))

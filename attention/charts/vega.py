@@ -12,6 +12,8 @@ building it; the builders' output is validated by the tests instead.
 - `Figure`: what the charts a click redraws are built as. Its spec comes from a `layout`, a
   builder of the chart's shape alone whose JSON is kept per set of arguments (so a click
   builds no altair object at all), and its data sets are named by the builder.
+- `frozen(chart)`: any altair chart as a Figure (its page_spec's JSON and data sets), for a
+  chart a page keeps and sends again unchanged (charts of stored results: ui/cache.figure).
 - `page_spec(chart)`: any altair chart, its data sets named by their order in the chart
   (`frame_0`, `frame_1`, ...; not `data_N`, which Vega-Lite gives its own data flow). Every
   encoding must name its type ("x:Q"): with the data detached, altair has no DataFrame to
@@ -92,6 +94,13 @@ def page_spec(chart: alt.TopLevelMixin | Figure) -> dict:
     if datasets:
         spec["datasets"] = datasets
     return spec
+
+
+def frozen(chart: alt.TopLevelMixin) -> Figure:
+    """The chart as a Figure: page_spec's dict without its data sets, as JSON, and the data."""
+    spec = page_spec(chart)
+    data = spec.pop("datasets", {})
+    return Figure(json.dumps(spec), data)
 
 
 def _detach(chart: Any, datasets: dict[str, pd.DataFrame], names: dict[int, str]) -> Any:

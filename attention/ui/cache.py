@@ -26,7 +26,10 @@ from attention.spec import AttentionSpec
 from attention.ui.text import t
 
 if TYPE_CHECKING:
+    import altair as alt
+
     from attention.analysis import Analysis
+    from attention.charts.vega import Figure
 
 T = TypeVar("T")
 STORE_BYTES = 160 * 2**20   # ~8 analyses of 2048 tokens x 12 heads (~20 MB each: q, k, v, metrics)
@@ -71,6 +74,22 @@ def cached(kind: str, key: tuple, compute: Callable[[], T]) -> T:
     spinner = full not in store() and get_script_run_ctx(suppress_warning=True) is not None
     with st.spinner(t("common.computing")) if spinner else contextlib.nullcontext():
         return store().get_or_compute(full, lambda: heavy(compute))
+
+
+def kept(kind: str, key: tuple, build: Callable[[], T]) -> T:
+    """build() once per (kind, key) on this server, in the store (bytes counted) but outside
+    the gate and without a spinner: for what is quick to make yet made on every rerun, and is
+    the same for every visitor (a chart or the sentences of stored results)."""
+    return store().get_or_compute((kind, *key), build)
+
+
+def figure(key: tuple, build: Callable[[], alt.TopLevelMixin]) -> Figure:
+    """The chart build() makes, frozen (charts.vega.frozen), once per key on this server:
+    building an altair chart costs tens of ms of each rerun, and a chart of stored results is
+    the same for every click that leaves it as it is."""
+    from attention.charts.vega import frozen
+
+    return kept("figure", key, lambda: frozen(build()))
 
 
 def heavy(compute: Callable[[], T]) -> T:

@@ -13,6 +13,8 @@ nothing, and imports neither torch nor the model (docs/architecture.md, "Imports
 View settings live in the URL: imp_corpus, imp_words, imp_tables, imp_layer."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable
+
 import pandas as pd
 import streamlit as st
 
@@ -29,6 +31,9 @@ from attention.ui import cache, estimate
 from attention.ui.chart import show
 from attention.ui.state import flag, view_widget
 from attention.ui.text import lang, message, t
+
+if TYPE_CHECKING:
+    from attention.charts.vega import Figure
 
 CORPUS_KEY, WORDS_KEY, LAYER_KEY, TABLES_KEY = "imp_corpus", "imp_words", "imp_layer", "imp_tables"
 CORPORA = ("bundled:en", "bundled:zh", "sidebar", "upload")
@@ -64,11 +69,11 @@ def corpus_texts(choice: str, spec) -> tuple[str, list[str]] | None:
     return upload.name, corpora.from_upload(upload.name, upload.getvalue(), column)
 
 
-def results(source: str, texts: tuple[str, ...], note):
-    """Every frame of the page for (model, texts): kept by the server, stored on disk or
-    shipped, else computed here with a progress bar, its time estimated first and reported
-    after in `note` (an st.empty)."""
-    what = ("importance", source, corpora.digest(list(texts)))
+def results(source: str, texts: tuple[str, ...], digest: str, note):
+    """Every frame of the page for (model, texts whose corpora.digest is `digest`): kept by
+    the server, stored on disk or shipped, else computed here with a progress bar, its time
+    estimated first and reported after in `note` (an st.empty)."""
+    what = ("importance", source, digest)
 
     def compute():
         from attention.importance import live     # torch: only to compute ("Imports")
@@ -148,13 +153,19 @@ def draw_importance(spec) -> None:
         st.info(t("importance.no_text"), icon=":material/info:")
         return
     note = st.empty()
+    digest = corpora.digest(list(texts))
     try:
-        record = results(source, texts, note)
+        record = results(source, texts, digest, note)
     except (UserError, ValueError) as err:
         st.error(message(err) if isinstance(err, UserError) else str(err),
                  icon=":material/error:")
         return
     frames, about = record.frames, record.values      # about: model, layers, head (its name)
+    language = lang()
+
+    def figure(name: str, build) -> Figure:
+        """A chart of these results, built once per server (every click redraws the page)."""
+        return cache.figure(("importance", source, digest, language, name), build)
     intro.markdown(t("importance.intro", model=about["model"]))
     tokens = frames["tokens"]
     special = int(tokens["special"].astype(bool).sum())
@@ -163,7 +174,6 @@ def draw_importance(spec) -> None:
     st.markdown(t("importance.corpus_count" if words_only else "importance.corpus_count_all",
                   used=len(texts), source=name, scope=scope,
                   pieces=len(tokens) - special if words_only else len(tokens), special=special))
-    language = lang()
     unreadable = unknown.sentence(unknown.count(tokens), about["model"], "importance")
     if unreadable.key == "low":          # high: the answer's first sentence, detail below
         st.markdown(unreadable.text(language))
@@ -177,16 +187,20 @@ def draw_importance(spec) -> None:
     sharp = frames["sharpness"]
     sharp = sharp[(sharp["importance"] == "ablation") & (sharp["sharpness"] == "max_weight")]
     measured = int(record.values.get("head_texts", len(texts)))      # heads: the first ones
-    draw_answer(answer(agreement[agreement["texts"] > 0], sharp, measured, unreadable), language)
-    draw_agreement(about["head"], agreement, language, tables)
-    draw_faithfulness(frames["faithfulness"], language, tables)
-    draw_heads(frames["heads"], sharp, measured, language)
-    draw_pruning(pruning, language)
-    sweep = draw_sweep(int(about["layers"]), frames["sweep"], language)
+    words = "words" if words_only else "all"
+    draw_answer(cache.kept("importance_answer", (source, digest, words), lambda: answer(
+        agreement[agreement["texts"] > 0], sharp, measured, unreadable)), language)
+    draw_agreement(about["head"], agreement, language, tables,
+                   lambda name, build: figure(f"{name}_{words}", build))
+    draw_faithfulness(frames["faithfulness"], language, tables, figure)
+    draw_heads(frames["heads"], sharp, measured, language, figure)
+    draw_pruning(pruning, language, figure)
+    sweep, layer = draw_sweep(int(about["layers"]), frames["sweep"], language, figure)
     st.subheader(t("importance.conclusions_title"))
     first = [unreadable] if unreadable.key != "low" else []     # what the numbers describe
-    for c in first + conclusions(agreement, frames["faithfulness"], sharp, pruning, sweep,
-                                 texts=measured):
+    for c in first + cache.kept("importance_conclusions", (source, digest, words, layer),
+                                lambda: conclusions(agreement, frames["faithfulness"], sharp,
+                                                    pruning, sweep, texts=measured)):
         st.markdown(f"- {c.text(language)}")
 
 
@@ -212,9 +226,11 @@ def agreement_table(agreement: pd.DataFrame, language: str) -> pd.DataFrame:
         t("importance.col_texts"): shown["texts"], t("importance.col_pieces"): shown["pieces"]})
 
 
-def draw_agreement(head: str, agreement: pd.DataFrame, language: str, table: bool) -> None:
+def draw_agreement(head: str, agreement: pd.DataFrame, language: str, table: bool,
+                   figure: Callable) -> None:
     """head: the model's output head (LoadedModel.head), which names the attention readout;
-    table: the chart's numbers as a table under it too."""
+    table: the chart's numbers as a table under it too; figure(name, build): the chart
+    build() makes, kept for the next rerun under name."""
     st.subheader(t("importance.agreement_title"))
     st.caption(t("importance.agreement_help", n_boot=1000,
                  readout=t(f"importance.readout_{head}")))
@@ -222,16 +238,26 @@ def draw_agreement(head: str, agreement: pd.DataFrame, language: str, table: boo
     if agreement.empty:
         st.info(t("importance.agreement_none"), icon=":material/info:")
         return
-    show(charts.agreement_chart(agreement, language), width=FIT_PX)
-    if table:
-        st.markdown(f"**{t('importance.agreement_table')}**")
-        st.dataframe(agreement_table(agreement, language), hide_index=True, width="stretch",
-                     column_config={t(f"importance.col_{c}"): st.column_config.NumberColumn(
-                         format="%.3f") for c in ("rho", "ci_low", "ci_high", "null_low",
-                                                  "null_high")})
+    show(figure("agreement", lambda: charts.agreement_chart(agreement, language)), width=FIT_PX)
+    with table_place():
+        if table:
+            st.markdown(f"**{t('importance.agreement_table')}**")
+            st.dataframe(agreement_table(agreement, language), hide_index=True, width="stretch",
+                         column_config={t(f"importance.col_{c}"): st.column_config.NumberColumn(
+                             format="%.3f") for c in ("rho", "ci_low", "ci_high", "null_low",
+                                                      "null_high")})
 
 
-def draw_faithfulness(faith: pd.DataFrame, language: str, table: bool) -> None:
+def table_place():
+    """A table's place, there whether the table is shown or not: the elements below keep
+    their places in the page when the Tables toggle flips, so the browser keeps them as they
+    are instead of drawing every chart below again (measured: a click of it 480 -> 180 ms)."""
+    return st.container()
+
+
+def draw_faithfulness(faith: pd.DataFrame, language: str, table: bool,
+                      figure: Callable) -> None:
+    """figure(name, build): the chart build() makes, kept for the next rerun under name."""
     st.subheader(t("importance.faith_title"))
     faith = faith[faith["texts"] > 0]                 # methods no text could be measured on
     if faith.empty:
@@ -241,37 +267,41 @@ def draw_faithfulness(faith: pd.DataFrame, language: str, table: bool) -> None:
     st.caption(t("importance.faith_help", fractions=fractions, texts=int(faith["texts"].max())))
     last = faith["layer"].max()
     shown = {(m, None) for m in FAITH_SHOWN} | {(m, int(last)) for m in FAITH_SHOWN}
-    show(charts.faithfulness_chart(faith, language, shown), width=FIT_PX)
-    if not table:
-        return
-    per = charts.labelled(faith.drop_duplicates(subset=["method", "layer"]), language)
-    st.markdown(f"**{t('importance.faith_table')}**")
-    st.dataframe(pd.DataFrame({
-        t("importance.col_method"): per["label"], t("importance.col_aopc"): per["aopc"],
-        t("importance.col_ci_low"): per["aopc_low"], t("importance.col_ci_high"): per["aopc_high"],
-        t("importance.col_texts"): per["texts"]}), hide_index=True, width="stretch")
+    show(figure("faithfulness", lambda: charts.faithfulness_chart(faith, language, shown)),
+         width=FIT_PX)
+    with table_place():
+        if table:
+            per = charts.labelled(faith.drop_duplicates(subset=["method", "layer"]), language)
+            st.markdown(f"**{t('importance.faith_table')}**")
+            st.dataframe(pd.DataFrame({
+                t("importance.col_method"): per["label"], t("importance.col_aopc"): per["aopc"],
+                t("importance.col_ci_low"): per["aopc_low"],
+                t("importance.col_ci_high"): per["aopc_high"],
+                t("importance.col_texts"): per["texts"]}), hide_index=True, width="stretch")
 
 
-def draw_heads(heads: pd.DataFrame, sharp: pd.DataFrame, texts: int, language: str) -> None:
+def draw_heads(heads: pd.DataFrame, sharp: pd.DataFrame, texts: int, language: str,
+               figure: Callable) -> None:
     st.subheader(t("importance.heads_title"))
     st.caption(t("importance.heads_help", texts=texts))
-    show(charts.heads_chart(heads, language), width=FIT_PX)
+    show(figure("heads", lambda: charts.heads_chart(heads, language)), width=FIT_PX)
     st.subheader(t("importance.sharp_title"))
     st.caption(t("importance.sharp_help", heads=int(heads.groupby("layer").size().max())))
     if len(sharp):
-        show(charts.sharpness_chart(sharp, language), width=FIT_PX)
+        show(figure("sharpness", lambda: charts.sharpness_chart(sharp, language)), width=FIT_PX)
 
 
-def draw_pruning(pruning: pd.DataFrame, language: str) -> None:
+def draw_pruning(pruning: pd.DataFrame, language: str, figure: Callable) -> None:
     st.subheader(t("importance.pruning_title"))
     metric = t(f"importance.metric_{pruning['metric_name'].iloc[0]}")
     st.caption(t("importance.pruning_help", orders=int(pruning["orders"].iloc[0]), metric=metric))
-    show(charts.pruning_chart(pruning, language), width=FIT_PX)
+    show(figure("pruning", lambda: charts.pruning_chart(pruning, language)), width=FIT_PX)
 
 
-def draw_sweep(layers: int, sweep: pd.DataFrame, language: str) -> pd.DataFrame:
+def draw_sweep(layers: int, sweep: pd.DataFrame, language: str,
+               figure: Callable) -> tuple[pd.DataFrame, int]:
     """The chosen layer of the model's `layers` (?imp_layer=, default the last); returns the
-    sweep's rows for it."""
+    sweep's rows for it and the layer."""
     st.subheader(t("importance.sweep_title"))
     last = layers - 1
     layer = view_widget(LAYER_KEY, st.selectbox, default=last, cast=int,
@@ -280,5 +310,5 @@ def draw_sweep(layers: int, sweep: pd.DataFrame, language: str) -> pd.DataFrame:
     rows = sweep[sweep["layer"] == layer]
     st.caption(t("importance.sweep_help",
                  metric=t(f"importance.metric_{sweep['metric_name'].iloc[0]}")))
-    show(charts.sweep_chart(rows, language), width=FIT_PX)
-    return rows
+    show(figure(f"sweep_{layer}", lambda: charts.sweep_chart(rows, language)), width=FIT_PX)
+    return rows, layer
