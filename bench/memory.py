@@ -43,7 +43,8 @@ from bench.timing import print_table, row
 
 SESSIONS, ROUNDS, N, HEADS = 8, 1, 2048, 12
 BUDGET_GB = 1.5
-PAGE_TIMEOUT = 600_000          # ms: 8 sessions and their 8 renderers share 2 cores
+PAGE_TIMEOUT = 300_000          # ms: 8 sessions and their 8 renderers share 2 cores (a page
+                                # takes 1-60 s there; one stuck longer is an error, its state logged)
 DEADLINE = 30 * 60              # s for the whole run
 APP = '[data-testid="stApp"]'
 MAIN = '[data-testid="stMain"]'
@@ -89,15 +90,33 @@ def upload_files(session: int, rnd: int, n: int = N) -> list[dict]:
 
 
 async def settle(page, ready: str) -> bool:
-    """Wait until the script has finished and `ready` is on screen; False on an exception."""
-    await page.wait_for_selector(f'{APP}[data-test-connection-state="CONNECTED"]',
-                                 timeout=PAGE_TIMEOUT)
-    await page.wait_for_function(
-        """(ready) => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-                      && (document.querySelector(ready)
-                          || document.querySelector('[data-testid="stException"]'))""",
-        arg=ready, timeout=PAGE_TIMEOUT, polling=250)
+    """Wait until the script has finished and `ready` is on screen; False on an exception.
+    A page that never gets there raises TimeoutError naming the state it was left in (the
+    connection, the script, whether `ready` is there, the main area's first words)."""
+    try:
+        await page.wait_for_selector(f'{APP}[data-test-connection-state="CONNECTED"]',
+                                     timeout=PAGE_TIMEOUT)
+        await page.wait_for_function(
+            """(ready) => document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+                          && (document.querySelector(ready)
+                              || document.querySelector('[data-testid="stException"]'))""",
+            arg=ready, timeout=PAGE_TIMEOUT, polling=250)
+    except Exception as err:
+        raise TimeoutError(f"{type(err).__name__}: {await _state(page, ready)}") from err
     return await page.locator('[data-testid="stException"]').count() == 0
+
+
+async def _state(page, ready: str) -> str:
+    try:
+        return await page.evaluate(
+            """(ready) => { const app = document.querySelector('[data-testid="stApp"]');
+               const main = document.querySelector('[data-testid="stMain"]');
+               return `connection ${app && app.dataset.testConnectionState}, script `
+                 + `${app && app.dataset.testScriptState}, ready ${!!document.querySelector(ready)}`
+                 + `: ${(main ? main.innerText : '').slice(0, 80).replace(/\\s+/g, ' ')}`; }""",
+            ready)
+    except Exception as err:      # the page itself is gone
+        return f"unreadable ({type(err).__name__})"
 
 
 async def one_session(browser, base: str, session: int, log: list, n: int = N,
@@ -118,7 +137,7 @@ async def one_session(browser, base: str, session: int, log: list, n: int = N,
                         ok = await upload(page, session, rnd, n)
                     log.append((session, rnd, name, "ok" if ok else "exception"))
                 except Exception as err:      # a timeout: counted, the session goes on
-                    log.append((session, rnd, name, type(err).__name__))
+                    log.append((session, rnd, name, f"{type(err).__name__} {err}"[:160]))
     finally:
         await context.close()
 
@@ -258,7 +277,7 @@ async def lm_session(browser, base: str, session: int, log: list, pieces: int) -
                 await page.goto(f"{base}/{MODEL}?{query}")
                 log.append((session, 0, name, "ok" if await settle(page, ready) else "exception"))
             except Exception as err:      # a timeout: counted, the session goes on
-                log.append((session, 0, name, type(err).__name__))
+                log.append((session, 0, name, f"{type(err).__name__} {err}"[:160]))
     finally:
         await context.close()
 
