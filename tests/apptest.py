@@ -75,14 +75,15 @@ def chart_frames(at: AppTest) -> list[pd.DataFrame]:
 CHARTS = ("vega_lite_chart", "bidi_component")     # Vega charts, canvas figures
 
 
-def chart_places(at: AppTest) -> list[tuple[int, ...]]:
-    """Where each chart (Vega or canvas) sits in the page's tree: block indices from the main
-    area down. A switch that leaves them equal moved no chart (ui.chart.place)."""
+def chart_places(at: AppTest, kinds: tuple[str, ...] = CHARTS) -> list[tuple[int, ...]]:
+    """Where each chart (Vega or canvas; or each element of `kinds`) sits in the page's tree:
+    block indices from the main area down. A switch that leaves them equal moved no chart
+    (ui.chart.place)."""
     out = []
 
     def walk(node, path):
         for index, child in getattr(node, "children", {}).items():
-            if getattr(child, "type", None) in CHARTS:
+            if getattr(child, "type", None) in kinds:
                 out.append((*path, index))
             walk(child, (*path, index))
     walk(at.main, ())
