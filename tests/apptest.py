@@ -72,6 +72,24 @@ def chart_frames(at: AppTest) -> list[pd.DataFrame]:
     return frames
 
 
+CHARTS = ("vega_lite_chart", "bidi_component")     # Vega charts, canvas figures
+
+
+def chart_places(at: AppTest, kinds: tuple[str, ...] = CHARTS) -> list[tuple[int, ...]]:
+    """Where each chart (Vega or canvas; or each element of `kinds`) sits in the page's tree:
+    block indices from the main area down. A switch that leaves them equal moved no chart
+    (ui.chart.place)."""
+    out = []
+
+    def walk(node, path):
+        for index, child in getattr(node, "children", {}).items():
+            if getattr(child, "type", None) in kinds:
+                out.append((*path, index))
+            walk(child, (*path, index))
+    walk(at.main, ())
+    return out
+
+
 def _refuse_constant(name: str):
     raise AssertionError(f"{name} in a canvas figure: JSON.parse would refuse it")
 

@@ -17,7 +17,7 @@ from attention import diskcache
 from attention.importance import store
 from attention.importance import live
 from attention.spec import AttentionSpec
-from tests.apptest import chart_frames, open_page
+from tests.apptest import chart_frames, chart_places, open_page
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.slow     # the importance page over a corpus: left out of make test-fast
@@ -253,19 +253,6 @@ def test_the_page_measures_whole_bundled_corpora_and_the_first_texts_of_any_othe
     assert store.measured(config.BUNDLED, "upload", texts[:3]) == texts[:3]
 
 
-def _chart_places(page) -> list[tuple[int, ...]]:
-    """Where each chart sits in the page's tree (block indices from the main area down)."""
-    out = []
-
-    def walk(node, path):
-        for index, child in getattr(node, "children", {}).items():
-            if getattr(child, "type", None) == "vega_lite_chart":
-                out.append((*path, index))
-            walk(child, (*path, index))
-    walk(page.main, ())
-    return out
-
-
 def test_a_toggle_keeps_every_chart_in_its_place_and_builds_no_chart_again(record, monkeypatch):
     """The Tables toggle adds its tables inside places that are there either way: every chart
     keeps its place in the page (a shifted element is drawn again from scratch by the
@@ -275,7 +262,7 @@ def test_a_toggle_keeps_every_chart_in_its_place_and_builds_no_chart_again(recor
     from attention.charts.vega import page_spec
 
     page = _open("en", monkeypatch)
-    places = _chart_places(page)
+    places = chart_places(page)
     assert len(places) == 6
     built = []
     for name in ("agreement_chart", "faithfulness_chart", "heads_chart", "sharpness_chart",
@@ -283,12 +270,12 @@ def test_a_toggle_keeps_every_chart_in_its_place_and_builds_no_chart_again(recor
         monkeypatch.setattr(charts, name, lambda *a, _real=getattr(charts, name), _name=name,
                             **k: built.append(_name) or _real(*a, **k))
     page.toggle(key="view_imp_tables").set_value(True).run(timeout=300)
-    assert len(page.dataframe) == 2 and _chart_places(page) == places
+    assert len(page.dataframe) == 2 and chart_places(page) == places
     page.toggle(key="view_imp_tables").set_value(False).run(timeout=300)
-    assert len(page.dataframe) == 0 and _chart_places(page) == places
+    assert len(page.dataframe) == 0 and chart_places(page) == places
     assert built == []
     page.toggle(key="view_imp_words").set_value(False).run(timeout=300)
-    assert built == ["agreement_chart"] and _chart_places(page) == places
+    assert built == ["agreement_chart"] and chart_places(page) == places
     sent = page.get("vega_lite_chart")[0].proto.spec
     fresh = page_spec(charts.agreement_chart(record.frames["agreement_all"].query("texts > 0"), "en"))
     fresh.pop("datasets")

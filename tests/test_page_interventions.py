@@ -12,7 +12,7 @@ import torch
 
 from attention import models
 from attention.spec import AttentionSpec
-from tests.apptest import TIP, chart_frames, figure_cells, figures, open_page
+from tests.apptest import TIP, chart_frames, chart_places, figure_cells, figures, open_page
 from tests.tiny_models import local_models, tiny  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.slow,   # pages on tiny models: left out of make test-fast
@@ -148,6 +148,25 @@ def test_embedding_model_ablation_shows_downstream_heads_and_each_sentence(tiny)
         e = [torch.nn.functional.normalize(run(line, ab).last_hidden_state[0].mean(0), dim=0)
              for ab in (False, True)]
         assert shown == pytest.approx(float(e[0].double() @ e[1].double()), abs=1e-5)
+
+
+def test_picking_a_downstream_head_moves_no_figure(tiny):
+    """A named head's "did not change" note sits in a place there either way (ui.chart.place):
+    picking a head downstream, without the note, leaves every figure in its place."""
+    folder = tiny["bert_base"]
+    text = "the cat sat\na dog barked\nthe mat"
+    spec = AttentionSpec(tokens=tuple(text.split()), text=text, source="pretrained",
+                         model=str(folder))
+    at = open_page(MODEL_PAGE, spec, mh_iv="ablate:0:1", mh_tab="iv")
+    places = chart_places(at)
+    picker = at.selectbox(key="view_mh_ivhead")
+    same = "This head's own weights did not change"
+    assert any(same in c.value for c in at.caption) and len(places) >= 2
+    head = int(re.match(r"Layer 1, head (\d+) ", picker.options[1]).group(1))
+    picker.set_value(f"1.{head}").run()
+    assert not at.exception
+    assert not any(same in c.value for c in at.caption)
+    assert chart_places(at) == places
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -13,7 +13,8 @@ from attention.config import BUNDLED
 from attention.models.loading import bundled_path, load_model
 from attention.measures.heads import HEAD_COLUMNS, SINK_COLUMNS
 from attention.spec import AttentionSpec
-from tests.apptest import chart_frames, comparison_cells, figures, grid_cells, open_page, open_part
+from tests.apptest import (chart_frames, chart_places, comparison_cells, figures, grid_cells,
+                           open_page, open_part)
 
 TEXT = "the cat sat on the mat ."   # 9 word pieces: the grid is drawn unpooled
 
@@ -78,6 +79,18 @@ def test_the_grid_frames_the_picked_head_after_each_pick():
         grid = next(f for f in figures(at) if f["kind"] == "grid")
         assert grid["current"] == [layer, head]
         assert grid["panels"] == first["panels"] and grid["layout"] == first["layout"]
+
+
+def test_the_sinks_toggle_moves_no_figure():
+    """Hiding the sinks adds a note above the grid, in a place there either way
+    (ui.chart.place): every figure of the part keeps its place, so the browser updates them
+    instead of mounting each again."""
+    at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained"))
+    places, captions = chart_places(at), len(at.caption)
+    assert len(places) >= 4                         # grid, comparison, rollout, value panels
+    at.toggle(key="in_hide_sinks").set_value(True).run()
+    assert not at.exception and len(at.caption) == captions + 1
+    assert chart_places(at) == places
 
 
 def test_comparison_shows_the_picked_head(page, own_weights):

@@ -8,7 +8,7 @@ from attention.analysis import analyze, dk_sweep
 from attention.analysis import scorestats
 from attention.spec import AttentionSpec
 from attention.ui.views.scores import FIGURES
-from tests.apptest import chart_frames, open_page
+from tests.apptest import chart_frames, chart_places, open_page
 
 PAGE = "pages/2_Score_analysis.py"
 SPEC = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), d_k=8, heads=2)
@@ -124,6 +124,19 @@ def _every_figure(spec, **params) -> list[pd.DataFrame]:
         assert not at.exception, figure
         frames += _datasets(at)
     return frames
+
+
+def test_a_head_pick_moves_no_chart():
+    """All heads' rows are sampled on the saturation chart, one head's are not: the sample's
+    note sits in a place there either way (ui.chart.place), so the chart keeps its place and
+    is updated, not embedded again."""
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(400)), d_k=8, heads=4)
+    at = open_page(PAGE, spec, sc_figure="saturation")
+    places = chart_places(at)
+    sampled = lambda: any("Showing a sample" in c.value for c in at.caption)   # noqa: E731
+    assert places and sampled()
+    at.selectbox(key="view_sc_head").set_value(1).run()
+    assert not at.exception and not sampled() and chart_places(at) == places
 
 
 def test_causal_mask_leaves_no_nan_or_inf_in_any_chart():

@@ -164,6 +164,20 @@ def test_tables_and_downloads(tables_page, expected):
                for name in ("sharpening", "scaling"))
 
 
+def test_the_tables_toggle_moves_no_chart(short_runs):
+    """The tables open in a place there either way (ui.chart.place): every chart below them,
+    the real models' section, keeps its place in the page, so the browser keeps its views."""
+    from tests.apptest import chart_places
+
+    at = run_page(PAGE, sh_seed=str(SEED))
+    places = chart_places(at)
+    assert len(places) > 5                          # the toy five and the real models' below
+    at.toggle(key="view_sh_tables").set_value(True).run()
+    assert at.dataframe and chart_places(at) == places
+    at.toggle(key="view_sh_tables").set_value(False).run()
+    assert not at.dataframe and chart_places(at) == places
+
+
 def test_bad_tables_value_in_url_falls_back_to_hidden(short_runs):
     at = run_page(PAGE, sh_seed=str(SEED), sh_tables="maybe")
     assert not at.exception and not at.error

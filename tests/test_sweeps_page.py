@@ -204,6 +204,39 @@ def test_per_layer_charts_and_numbers_wait_until_asked(shipped_results):
     assert bad.query_params["sh_numbers"] in ("False", ["False"])
 
 
+def test_the_layers_and_heads_toggles_move_no_chart(shipped_results):
+    """The per-layer and per-head charts open in places there either way (ui.chart.place):
+    every other chart keeps its place in the page, so the browser keeps its views of them
+    instead of embedding each again."""
+    from tests.apptest import chart_places, open_page
+
+    at = open_page("pages/4_Is_sharper_better.py", timeout=120)
+    before = chart_places(at)
+    for key in ("view_sh_layers", "view_sh_heads"):
+        at.toggle(key=key).set_value(True).run()
+        assert not at.exception
+    shown = chart_places(at)
+    assert len(shown) == len(before) + 3 + 2 and set(before) <= set(shown)
+    for key in ("view_sh_layers", "view_sh_heads"):
+        at.toggle(key=key).set_value(False).run()
+    assert chart_places(at) == before
+
+
+def test_the_sentence_models_layers_toggle_moves_no_table():
+    """The sentence model's per-layer chart is its last, but the summary tables' box is
+    below it: open, its tables keep their places too (a grid mounted again is no cheaper)."""
+    from tests.apptest import CHARTS, chart_places, open_page
+
+    at = open_page("pages/4_Is_sharper_better.py", timeout=120, sh_model="sentence",
+                   sh_numbers="True")
+    kinds = (*CHARTS, "dataframe")
+    before = chart_places(at, kinds)
+    assert len(at.dataframe) == 2
+    at.toggle(key="view_sh_layers").set_value(True).run()
+    shown = chart_places(at, kinds)
+    assert len(shown) == len(before) + 1 and set(before) <= set(shown)
+
+
 def test_page_without_results_says_so(tmp_path, monkeypatch):
     from tests.apptest import open_page
 

@@ -24,7 +24,7 @@ from attention.experiment.task import SharpeningStudy
 from attention.charts import experiment as charts
 from attention.ui import estimate
 from attention.charts.size import FIT_PX
-from attention.ui.chart import show
+from attention.ui.chart import place, show
 from attention.ui.explain import explanation
 from attention.ui.export import chart_buttons, csv_button
 from attention.ui.state import flag, view_widget
@@ -176,16 +176,18 @@ def draw_tables(seed: int, study: SharpeningStudy, sweep: pd.DataFrame) -> None:
     keeps the page's word, importance), behind a toggle kept in the URL (?sh_tables=): every
     number is in the charts' tooltips and conclusions already."""
     st.subheader(t("sharper.sec_tables"))
-    if not view_widget(TABLES_VIEW, st.toggle, default=False, cast=flag,
-                       label=t("sharper.show_tables")):
-        return
-    for key, table, name in (("sharper.table_sharpen", study.sweep, "sharpening_sweep"),
-                             ("sharper.table_scaling", sweep, "scaling_sweep")):
-        st.caption(t(key))
-        st.dataframe(shown_table(table), hide_index=True, width="stretch")
-        csv_button(table, f"{name}_seed{seed}")
-    st.caption(t("sharper.table_importance"))
-    csv_button(study.leave_one_out, f"importance_seed{seed}")
+    shown = view_widget(TABLES_VIEW, st.toggle, default=False, cast=flag,
+                        label=t("sharper.show_tables"))
+    with place():                   # the real models' charts below keep their places
+        if not shown:
+            return
+        for key, table, name in (("sharper.table_sharpen", study.sweep, "sharpening_sweep"),
+                                 ("sharper.table_scaling", sweep, "scaling_sweep")):
+            st.caption(t(key))
+            st.dataframe(shown_table(table), hide_index=True, width="stretch")
+            csv_button(table, f"{name}_seed{seed}")
+        st.caption(t("sharper.table_importance"))
+        csv_button(study.leave_one_out, f"importance_seed{seed}")
 
 
 def _formulas() -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ from attention import config
 from attention.charts import experiment_real as charts
 from attention.conclusions import sweeps as conclusions
 from attention.charts.size import FIT_PX
-from attention.ui.chart import show
+from attention.ui.chart import place, show
 from attention.ui.export import chart_buttons, csv_button
 from attention.ui.state import flag, view_expander, view_widget
 from attention.ui.text import lang, t
@@ -115,18 +115,21 @@ def draw_real_models() -> None:
                                   t("realsharp.axis_ppl"), log=True), "scale_variants", None)
     rest = summary.get("layers_rest")          # the other variants, one layer at a time
     if rest is not None and (rest["family"] == "scale").any():
-        if layers_shown:
-            st.caption(t("realsharp.scale_layers_caption", texts=int(rest["texts"].max())))
-            show(charts.layer_chart(rest, "scale", code), width=FIT_PX)
+        with place():               # the per-layer charts: every chart below keeps its place
+            if layers_shown:
+                st.caption(t("realsharp.scale_layers_caption", texts=int(rest["texts"].max())))
+                show(charts.layer_chart(rest, "scale", code), width=FIT_PX)
         st.info(conclusions.scale_layers_sentence(rest, code), icon=":material/insights:")
     st.subheader(t("realsharp.sec_temperature"))
     st.caption(t("realsharp.temperature_caption"))
     show(charts.tau_chart(g, code), width=FIT_PX)
-    if layers is None:
-        st.caption(t("realsharp.layers_missing"))
-    elif layers_shown:
-        st.caption(t("realsharp.temperature_layers_caption", texts=int(layers["texts"].max())))
-        show(charts.layer_chart(layers, "tau", code), width=FIT_PX)
+    with place():
+        if layers is None:
+            st.caption(t("realsharp.layers_missing"))
+        elif layers_shown:
+            st.caption(t("realsharp.temperature_layers_caption",
+                         texts=int(layers["texts"].max())))
+            show(charts.layer_chart(layers, "tau", code), width=FIT_PX)
     every_tau = layers if rest is None or layers is None else pd.concat([layers, rest])
     st.info(conclusions.temperature_sentence(g, every_tau, code), icon=":material/insights:")
     _draw_heads(tables, code)
@@ -135,9 +138,10 @@ def draw_real_models() -> None:
     st.caption(t("realsharp.sinks_caption"))
     show(charts.interval_bars(sinks, code, "d_nll", "d_lo", "d_hi", t("realsharp.axis_dnll")),
          width=FIT_PX)
-    if layers is not None and layers_shown:
-        st.caption(t("realsharp.sinks_layers_caption"))
-        show(charts.layer_chart(layers, "sinks", code), width=FIT_PX)
+    with place():
+        if layers is not None and layers_shown:
+            st.caption(t("realsharp.sinks_layers_caption"))
+            show(charts.layer_chart(layers, "sinks", code), width=FIT_PX)
     st.info(conclusions.sinks_sentence(g, layers, code), icon=":material/insights:")
     numbers = view_expander(NUMBERS_VIEW, t("realsharp.table"))
     if numbers.open:
@@ -171,12 +175,14 @@ def _draw_heads(tables: dict, code: str) -> None:
     if per_head is None or agree is None:
         st.caption(t("realsharp.heads_missing"))
         return
-    if view_widget(HEADS_VIEW, st.toggle, default=False, cast=flag,
-                   label=t("realsharp.show_heads", heads=len(per_head))):
-        st.caption(t("realsharp.heads_caption", heads=len(per_head),
-                     texts=int(per_head["texts"].max())))
-        show(charts.heads_chart(per_head, code), width=FIT_PX)
-        show(charts.agreement_chart(agree, code), width=FIT_PX)
+    shown = view_widget(HEADS_VIEW, st.toggle, default=False, cast=flag,
+                        label=t("realsharp.show_heads", heads=len(per_head)))
+    with place():                   # the sinks' charts below keep their places
+        if shown:
+            st.caption(t("realsharp.heads_caption", heads=len(per_head),
+                         texts=int(per_head["texts"].max())))
+            show(charts.heads_chart(per_head, code), width=FIT_PX)
+            show(charts.agreement_chart(agree, code), width=FIT_PX)
     st.info(conclusions.heads_sentence(agree, per_head, code), icon=":material/insights:")
 
 
@@ -215,14 +221,15 @@ def _draw_sentence_model(code: str, layers_shown: bool) -> None:
     st.subheader(t("realsharp.sec_temperature"))
     st.caption(t("realsharp.pairs_temperature_caption"))
     show(charts.tau_chart(g, code, charts.ACCURACY), width=FIT_PX)
-    if layers is None:
-        st.caption(t("realsharp.layers_missing"))
-    elif layers_shown:
-        st.caption(t("realsharp.pairs_temperature_layers_caption",
-                     pairs=int(layers["pairs"].max())))
-        show(charts.layer_chart(layers, "tau", code,
-                                ("d_acc", "d_acc_lo", "d_acc_hi", "axis_dacc", "pairs")),
-             width=FIT_PX)
+    with place():                   # the summary tables' box below keeps its place
+        if layers is None:
+            st.caption(t("realsharp.layers_missing"))
+        elif layers_shown:
+            st.caption(t("realsharp.pairs_temperature_layers_caption",
+                         pairs=int(layers["pairs"].max())))
+            show(charts.layer_chart(layers, "tau", code,
+                                    ("d_acc", "d_acc_lo", "d_acc_hi", "axis_dacc", "pairs")),
+                 width=FIT_PX)
     st.info(conclusions.pairs_temperature_sentence(g, layers, code), icon=":material/insights:")
     numbers = view_expander(NUMBERS_VIEW, t("realsharp.table"))
     if numbers.open:

@@ -28,7 +28,7 @@ from attention.conclusions.importance import conclusions
 from attention.errors import UserError
 from attention.importance import store
 from attention.ui import cache, estimate
-from attention.ui.chart import show
+from attention.ui.chart import place, show
 from attention.ui.state import flag, view_widget
 from attention.ui.text import lang, message, t
 
@@ -239,20 +239,13 @@ def draw_agreement(head: str, agreement: pd.DataFrame, language: str, table: boo
         st.info(t("importance.agreement_none"), icon=":material/info:")
         return
     show(figure("agreement", lambda: charts.agreement_chart(agreement, language)), width=FIT_PX)
-    with table_place():
+    with place():
         if table:
             st.markdown(f"**{t('importance.agreement_table')}**")
             st.dataframe(agreement_table(agreement, language), hide_index=True, width="stretch",
                          column_config={t(f"importance.col_{c}"): st.column_config.NumberColumn(
                              format="%.3f") for c in ("rho", "ci_low", "ci_high", "null_low",
                                                       "null_high")})
-
-
-def table_place():
-    """A table's place, there whether the table is shown or not: the elements below keep
-    their places in the page when the Tables toggle flips, so the browser keeps them as they
-    are instead of drawing every chart below again (measured: a click of it 480 -> 180 ms)."""
-    return st.container()
 
 
 def draw_faithfulness(faith: pd.DataFrame, language: str, table: bool,
@@ -269,7 +262,7 @@ def draw_faithfulness(faith: pd.DataFrame, language: str, table: bool,
     shown = {(m, None) for m in FAITH_SHOWN} | {(m, int(last)) for m in FAITH_SHOWN}
     show(figure("faithfulness", lambda: charts.faithfulness_chart(faith, language, shown)),
          width=FIT_PX)
-    with table_place():
+    with place():
         if table:
             per = charts.labelled(faith.drop_duplicates(subset=["method", "layer"]), language)
             st.markdown(f"**{t('importance.faith_table')}**")

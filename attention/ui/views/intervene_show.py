@@ -17,7 +17,7 @@ from attention.charts import intervene as charts
 from attention.charts.canvas import cells_figure
 from attention.charts.heatmap import cell_axes
 from attention.ui.canvas import figure_view
-from attention.ui.chart import show
+from attention.ui.chart import place, show
 from attention.ui.state import view_widget
 from attention.ui.text import lang, t
 
@@ -84,9 +84,10 @@ def attention_change(change, tokens: tuple[str, ...]) -> None:
                          width=420)
     index = keys.index(picked)
     layer, head = change.heads[index]
-    if index < change.named and float(change.table.set_index(["layer", "head"]).loc[
-            (layer, head), "moved"]) <= 1e-6:
-        st.caption(t("model.iv_head_same"))
+    with place():                   # a named head's note: the figure below keeps its place
+        if index < change.named and float(change.table.set_index(["layer", "head"]).loc[
+                (layer, head), "moved"]) <= 1e-6:
+            st.caption(t("model.iv_head_same"))
     n = len(tokens)
     shown = range(max(0, n - WINDOW), n)
     mask = change.mask[index].numpy()[shown.start:, shown.start:]                 # (w, w)

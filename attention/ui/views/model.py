@@ -21,7 +21,7 @@ from attention.models import BUNDLED
 from attention.ui import cache
 from attention.ui import model as cached
 from attention.ui.canvas import figure_view, pick
-from attention.ui.chart import show
+from attention.ui.chart import place, show
 from attention.ui.views.heatmap import PICKER_PX, controls_row, draw_comparison, options_menu
 from attention.ui.explain import explanation
 from attention.ui.export import ChartFiles, chart_buttons, csv_button, download_menu, download_popover
@@ -178,8 +178,9 @@ def draw_grid(report, figure: bytes, current: tuple[int, int], hidden: bool = Fa
     st.caption(t("model.grid_help", cells=grid_cells_for(layers, GRID_CELLS)))
     if report.is_causal:
         st.caption(t("model.grid_causal"))
-    if hidden:
-        st.caption(t("model.grid_hidden"))
+    with place():                   # the sidebar's sinks toggle: every figure below stays put
+        if hidden:
+            st.caption(t("model.grid_hidden"))
     figure_view(amend(figure, current=list(current)), key=GRID_KEY,
                 pick=partial(_apply_grid_click, layers, heads))
 

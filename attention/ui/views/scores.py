@@ -26,7 +26,7 @@ from attention.charts import scores as charts
 from attention.conclusions.scores import score_findings
 from attention.spec import AttentionSpec
 from attention.ui import cache
-from attention.ui.chart import show
+from attention.ui.chart import place, show
 from attention.ui.explain import explanation
 from attention.ui.export import chart_buttons, csv_button
 from attention.ui.state import view_widget
@@ -187,8 +187,9 @@ def draw_saturation(analysis: Analysis, heads: list[int]) -> None:
     st.caption(t("scores.saturation_caption", n=analysis.n - 1))
     points = scorestats.saturation_frame(analysis, heads)
     rows = len(heads) * analysis.n
-    if rows > scorestats.MAX_POINTS:
-        st.caption(t("scores.saturation_sample", shown=scorestats.MAX_POINTS, rows=rows))
+    with place():                   # one head's rows may need no sample: the chart stays put
+        if rows > scorestats.MAX_POINTS:
+            st.caption(t("scores.saturation_sample", shown=scorestats.MAX_POINTS, rows=rows))
     chart = charts.saturation_chart(points, saturation.saturation_curve(analysis.n), analysis.n,
                                     lang())
     show(chart, width="stretch")
