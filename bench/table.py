@@ -63,8 +63,10 @@ def markdown(rows: list[dict], run: dict) -> str:
     out = ["| benchmark | baseline | ratio | target | ok | measured |", "|---|---|---|---|---|---|"]
     out += [f"| {_cell(r['name'])} | {_cell(r['baseline'])} | {_cell(r['ratio'])} | "
             f"{_cell(r['target'])} | {_cell(r['ok'])} | {_cell(r['detail'])} |" for r in rows]
-    held = "ratios not held to their targets (small sizes)" if run["kind"] == "quick" else \
-        "every row held to its target"
+    missed = [r for r in rows if r["ok"] != "yes"]
+    held = ("ratios not held to their targets (small sizes)" if run["kind"] == "quick" else
+            "every row held to its target" if not missed else
+            f"{len(missed)} of {len(rows)} rows missed their targets (ok: NO)")
     out += ["", f"One `python -m bench{' --quick' if run['kind'] == 'quick' else ''}` run, "
             f"{run['date']} UTC, {run['wall']} s; load average {run['load'][0]} at the start, "
             f"{run['load'][1]} at the end; {held}."]

@@ -36,12 +36,19 @@ def test_the_table_is_written_between_the_markers_only(capsys, tmp_path):
     table = markdown(*parse(printed(capsys)))
     assert "| corpus: ray \\| local |" in table            # a bar in a cell stays in its cell
     assert table.splitlines()[-1].startswith("One `python -m bench` run, 2026-12-04 04:10 UTC")
+    assert table.endswith("1 of 3 rows missed their targets (ok: NO).")   # never "every row held"
     doc = tmp_path / "doc.md"
     doc.write_text(f"# Doc\n\nbefore\n{BEGIN}\nold table\n{END}\nafter\n")
     write(table, doc)
     text = doc.read_text()
     assert text.startswith("# Doc\n\nbefore\n") and text.endswith(f"{END}\nafter\n")
     assert "old table" not in text and table in text
+
+
+def test_a_run_where_every_row_held_says_so(capsys):
+    print_table([ROWS[0], ROWS[2]])
+    print(run_line("full", "2026-12-04 04:10", 1203.4, 3.21, 1.6))
+    assert markdown(*parse(capsys.readouterr().out)).endswith("every row held to its target.")
 
 
 def test_a_name_over_several_lines_is_one_row(capsys):
