@@ -18,7 +18,7 @@ from attention import diskcache
 from attention.i18n import translate
 from attention.spec import AttentionSpec
 from attention.ui import estimate
-from tests.apptest import chart_frames, open_page
+from tests.apptest import chart_frames, chart_places, open_page
 from tests.tiny_models import tiny  # noqa: F401  (fixture)
 
 PAGE = "pages/6_Corpus.py"
@@ -98,10 +98,33 @@ def test_the_rings_follow_the_chosen_statistic(stat):
         assert len(prev) and not prev["ring"].any()
 
 
+def test_the_table_of_every_head_is_one_switch_away_and_moves_no_chart():
+    """A cold link draws no table (the grid's tooltips and the sentences hold the numbers);
+    the switch, kept in the link, shows the shipped summary's row of every head for the
+    chosen statistic, and the grid and the map stay where they were."""
+    at = open_page(PAGE, timeout=300, cp_folder="shipped:en", cp_stat="to_prev")
+    assert not at.exception and not at.dataframe
+    before = chart_places(at)
+    assert len(before) == 2                                   # the head grid and the map
+    at.toggle(key="view_cp_table").set_value(True).run()
+    assert not at.exception and at.query_params["cp_table"] in ("True", ["True"])
+    assert chart_places(at) == before
+    table = at.dataframe[-1].value
+    summary = pd.read_parquet(SHIPPED / "en" / "view" / "summary.parquet")
+    assert len(table) == len(summary) == 72
+    merged = table.iloc[:, :6].set_axis(["layer", "head", "texts", "mean", "lo", "hi"], axis=1) \
+        .merge(summary, on=["layer", "head"], suffixes=("", "_want"))
+    assert (merged["texts"] == merged["texts_want"]).all()
+    for column in ("mean", "lo", "hi"):
+        assert (merged[column] == merged[f"to_prev_{column}"]).all()
+    again = open_page(PAGE, timeout=300, cp_folder="shipped:en", cp_table="True")
+    assert not again.exception and len(again.dataframe) == 1    # the link reopens it
+
+
 @pytest.mark.slow
 def test_a_run_says_its_time_and_the_page_names_no_folder(monkeypatch):
     estimate.RATES.clear()
-    at = open_page(PAGE, timeout=300)
+    at = open_page(PAGE, timeout=300, cp_table="True")     # the table's cells are read too
     at.text_area(key="corpus_page_texts").input("\n".join(TEXTS))
     at.button(key="corpus_page_go").click().run()
     assert not at.exception and not at.error

@@ -193,7 +193,8 @@ CORPUS = ["the cat sat on the mat .", "a dog ran past the old house", "she said 
 def test_corpus_page_runs_the_sidebars_causal_lm(llama, eager):
     """The Corpus page's own run uses the sidebar's model: its head table (of the mean max
     weight) is the mean over the texts of Clark et al.'s column on eager attention."""
-    at = open_page("pages/6_Corpus.py", spec_for(llama), timeout=300, cp_stat="max_weight")
+    at = open_page("pages/6_Corpus.py", spec_for(llama), timeout=300, cp_stat="max_weight",
+                   cp_table="True")
     assert not at.exception
     assert any(e.label.endswith(f"on {named(llama)}") for e in at.main.expander)
     at.text_area(key="corpus_page_texts").input("\n".join(CORPUS))

@@ -22,7 +22,7 @@ TEXTS = ["the cat sat on the mat .", "a dog ran past the old house while it rain
 
 
 def test_a_pasted_corpus_runs_on_the_page_and_its_table_is_the_models():
-    at = open_page(PAGE, timeout=300)
+    at = open_page(PAGE, timeout=300, cp_table="True")
     assert not at.exception
     at.text_area(key="corpus_page_texts").input("\n".join(TEXTS))
     at.button(key="corpus_page_go").click().run()
@@ -43,7 +43,7 @@ def test_a_pasted_corpus_runs_on_the_page_and_its_table_is_the_models():
     np.testing.assert_allclose(high, (want + half)[order], atol=1e-5)
     # a second session, even with the same link, does not see this one's run: it opens the
     # shipped results instead
-    other = open_page(PAGE, timeout=300, cp_folder="session")
+    other = open_page(PAGE, timeout=300, cp_folder="session", cp_table="True")
     assert not other.exception
     shown = other.dataframe[-1].value.iloc[:, 2].to_numpy()
     assert (shown != len(TEXTS)).all() and (shown >= 100).all()

@@ -6,6 +6,7 @@ import altair as alt
 import pandas as pd
 
 from attention.charts.size import title_lines
+from attention.charts.vega import CANVAS, NO_ARIA
 
 Q_COLOUR, K_COLOUR = "#d95f02", "#1b9e77"
 
@@ -68,4 +69,5 @@ def qk_map(points: pd.DataFrame, link: str, colour: str, labels: dict[str, str])
                  alt.Tooltip("position:Q", title=labels["position"]),
                  alt.Tooltip("frequency:Q", title=labels["frequency"]),
                  alt.Tooltip("text:N", title=labels["text"])],
-    ).properties(height=560, title=title_lines(labels["title"]))
+    ).properties(height=560, title=title_lines(labels["title"]),
+                  usermeta=CANVAS, config=NO_ARIA)

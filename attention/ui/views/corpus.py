@@ -4,8 +4,8 @@ computed here except a small corpus run through the same job (local engine).
 Folders offered: the shipped results of the bundled corpora on MiniLM (attention/data/corpus/),
 the folders under the deployer's results root (config.policy().results_root, listed by
 config.result_dirs, opened by config.result_dir), and this session's own job (a temporary
-folder removed when the session ends). The URL keeps cp_folder, cp_stat, cp_layer, cp_head and
-cp_colour."""
+folder removed when the session ends). The URL keeps cp_folder, cp_stat, cp_table, cp_layer,
+cp_head and cp_colour."""
 from __future__ import annotations
 
 import shutil
@@ -23,8 +23,8 @@ from attention.conclusions import unknown
 from attention.corpus import results
 from attention.errors import UserError
 from attention.ui import estimate
-from attention.ui.chart import show as draw_chart
-from attention.ui.state import view_widget
+from attention.ui.chart import place, show as draw_chart
+from attention.ui.state import flag, view_widget
 from attention.ui.text import lang, message, t
 
 SHIPPED = config.DATA / "corpus"
@@ -33,6 +33,7 @@ SESSION_KEY = "corpus_page_job"
 JOB_LIMIT = 300
 STATS = results.COLUMNS
 COLOURS = ("kind", "position", "frequency")
+TABLE_VIEW = "cp_table"   # the table of every head shown (off: a cold link draws no table)
 
 
 def _options() -> dict[str, Path]:
@@ -159,13 +160,24 @@ def _draw_stats(summary: pd.DataFrame) -> None:
     st.markdown(t("corpus.fixed_count", fixed=fixed, total=len(summary),
                   varies=len(summary) - fixed, cv=results.FIXED_CV,
                   share=results.FIXED_SHARE))
+    shown_table = view_widget(TABLE_VIEW, st.toggle, default=False, cast=flag,
+                              label=t("corpus.show_table"), help=t("corpus.show_table_help"))
+    with place():                   # the map below keeps its place when the table comes or goes
+        if shown_table:
+            _draw_table(summary, stat, ring, shown["pattern_label"], labels)
+
+
+def _draw_table(summary: pd.DataFrame, stat: str, ring: pd.Series, patterns: pd.Series,
+                labels: dict[str, str]) -> None:
+    """Every head's row for `stat`: its mean over the texts, interval, variation, ring and
+    pattern, and how many texts it was measured on (the grid's tooltips hold most of them)."""
     yes_no = {True: labels["yes"], False: labels["no"]}
     table = pd.DataFrame({
         labels["layer"]: summary["layer"], labels["head"]: summary["head"],
         t("corpus.texts"): summary["texts"], labels["mean"]: summary[f"{stat}_mean"],
         labels["lo"]: summary[f"{stat}_lo"], labels["hi"]: summary[f"{stat}_hi"],
         labels["cv"]: summary[f"{stat}_cv"], t("corpus.ringed"): ring.map(yes_no),
-        labels["pattern"]: shown["pattern_label"],
+        labels["pattern"]: patterns,
         t("corpus.pattern_mean"): summary["pattern_mean"],
         t("corpus.fixed"): summary["fixed"].map(yes_no)})
     # three decimals keep every column, its header whole, inside the page's width
