@@ -311,3 +311,37 @@ def test_sweep_panels_draw_a_hand_softmax_of_every_d_k():
     whole = chart_spec(panels.whole())
     rows = [r for data in whole["datasets"].values() for r in data if not r.get("is_ref")]
     assert len(rows) == len(sweep) * len(scores.SWEEP_METRICS)
+
+
+def test_the_first_figure_builds_without_altairs_schema_lookup(monkeypatch):
+    """A shorthand string or alt.value/alt.datum dict in an encoding makes altair look its
+    channel class up by hashing every schema class (about 11 ms a call): the first figure a
+    cold link draws, and the Corpus page's map, pass channel objects instead."""
+    import altair as alt
+    from altair.utils import schemapi
+
+    from attention.charts.corpus import qk_map
+    from attention.charts.vega import page_spec
+
+    calls = []
+    real = schemapi.SchemaBase.from_dict.__func__
+
+    def counted(cls, *args, **kwargs):
+        calls.append(cls.__name__)
+        return real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(schemapi.SchemaBase, "from_dict", classmethod(counted))
+    analysis = analyze(_spec())
+    heads = scorestats.head_list(analysis, None)
+    stats = scorestats.score_stats(analysis, heads)
+    hist = scorestats.score_histogram(analysis, heads, stats)
+    for panel in scores.score_distribution_panels(hist, stats, "en").charts:
+        page_spec(panel)
+    points = pd.DataFrame({"kind": ["q", "k"], "text_id": [0, 0], "position": [0, 0],
+                           "x": [0.0, 1.0], "y": [1.0, 0.0], "token": ["a", "a"],
+                           "frequency": [1, 1], "text": ["a", "a"]})
+    labels = {k: k for k in ("query", "key", "kind", "position", "frequency", "token", "text",
+                             "title")}
+    for colour in ("kind", "position", "frequency"):
+        page_spec(qk_map(points, "Model_heads?text=", colour, labels))
+    assert calls == []

@@ -63,7 +63,7 @@ def qk_map(points: pd.DataFrame, link: str, colour: str, labels: dict[str, str])
         link=f"{link!r} + encodeURIComponent(datum.text)"
     ).mark_point(filled=True, size=22, opacity=0.7, cursor="pointer").encode(
         x=alt.X("x:Q", axis=None), y=alt.Y("y:Q", axis=None), color=color, shape=shape,
-        href="link:N",
+        href=alt.Href("link:N"),
         tooltip=[alt.Tooltip("token:N", title=labels["token"]),
                  alt.Tooltip("kind_label:N", title=labels["kind"]),
                  alt.Tooltip("position:Q", title=labels["position"]),

@@ -43,10 +43,10 @@ def _score_panels(hist: pd.DataFrame, stats: pd.DataFrame, lang: str) -> list[tu
         base = alt.Chart(data).encode(
             x=alt.X("bin_start:Q", title=_t(lang, f"axis_{row.series}"),
                     scale=alt.Scale(nice=False)),
-            x2="bin_end:Q")
+            x2=alt.X2("bin_end"))
         bars = base.mark_rect(color=COLORS[row.series], opacity=0.85).encode(
             y=alt.Y("share:Q", title=_t(lang, "axis_share"), axis=alt.Axis(format="%")),
-            y2=alt.datum(0),
+            y2=alt.Y2Datum(0),
             tooltip=[alt.Tooltip("bin_start:Q", title=_t(lang, "tip_from"), format=".3f"),
                      alt.Tooltip("bin_end:Q", title=_t(lang, "tip_to"), format=".3f"),
                      alt.Tooltip("count:Q", title=_t(lang, "tip_count"), format=","),
@@ -57,11 +57,11 @@ def _score_panels(hist: pd.DataFrame, stats: pd.DataFrame, lang: str) -> list[tu
         })
         marks = marks[marks["x"].between(row.min, row.max)]       # keep the x range the data's
         rules = alt.Chart(marks).mark_rule(strokeWidth=2).encode(
-            x="x:Q",
+            x=alt.X("x:Q"),
             strokeDash=alt.StrokeDash("kind:N", title=None, scale=alt.Scale(
                 domain=[_t(lang, "rule_measured"), _t(lang, "rule_expected")],
                 range=[[1, 0], [6, 4]]), legend=alt.Legend(orient="top")),
-            color=alt.value("#333333"),
+            color=alt.ColorValue("#333333"),
             tooltip=[alt.Tooltip("kind:N", title=" "),
                      alt.Tooltip("x:Q", title=_t(lang, "tip_value"), format=".3f")])
         panels.append((title, alt.layer(bars, rules)))
@@ -169,8 +169,8 @@ def row_metric_panels(frame: pd.DataFrame, tokens: tuple[str, ...], lang: str,
 
 def _row_metric_hist_view(bins: pd.DataFrame, lang: str) -> alt.Chart:
     return alt.Chart(bins).mark_rect(opacity=0.6).encode(
-        x=alt.X("bin_start:Q", title=None, scale=alt.Scale(nice=False)), x2="bin_end:Q",
-        y=alt.Y("count:Q", title=_t(lang, "axis_rows"), stack=None), y2=alt.datum(0),
+        x=alt.X("bin_start:Q", title=None, scale=alt.Scale(nice=False)), x2=alt.X2("bin_end"),
+        y=alt.Y("count:Q", title=_t(lang, "axis_rows"), stack=None), y2=alt.Y2Datum(0),
         color=_variant_color(lang),
         tooltip=[alt.Tooltip("variant:N", title=" "),
                  alt.Tooltip("bin_start:Q", title=_t(lang, "tip_from"), format=".3f"),
@@ -245,7 +245,7 @@ def _sweep_view(sweep: pd.DataFrame, lang: str, temperature: float, current_dk: 
     layers = [lines, refline]
     if current_dk is not None:
         layers.append(alt.Chart().mark_rule(color="#999999", strokeDash=[2, 2]).encode(
-            x=alt.datum(current_dk)))
+            x=alt.XDatum(current_dk)))
     return alt.layer(*layers, data=data)
 
 
