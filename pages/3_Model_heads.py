@@ -6,15 +6,16 @@ part is drawn. Uploaded files are kept for the session when another part is open
 (upload_view)."""
 import streamlit as st
 
-from attention.ui.views.intervene import PARAM as INTERVENTIONS
 from attention.ui.entry import page_setup
-from attention.ui.views.model import (draw_explanations, draw_heads_part, draw_interventions_part,
-                                     draw_table_part, part_picker)
 from attention.ui.text import t
-from attention.ui.views.upload import draw_upload_part
 
 page = page_setup("nav.model")
 st.markdown(t("model.intro"))
+# torch, imported while the browser draws the sidebar (docs/architecture.md, "Imports")
+from attention.ui.views.intervene import PARAM as INTERVENTIONS  # noqa: E402
+from attention.ui.views.model import (draw_explanations, draw_heads_part,  # noqa: E402
+                                      draw_interventions_part, draw_table_part, part_picker)
+from attention.ui.views.upload import draw_upload_part  # noqa: E402
 # a link from before the parts carried its interventions on one page: open on them
 part = part_picker(default="iv" if st.query_params.get(INTERVENTIONS) else "heads")
 draw = {"heads": lambda: draw_heads_part(page.spec, page.view),  # a layer/head click reruns
