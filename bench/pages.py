@@ -208,14 +208,42 @@ def pick_drawn(page, label: str, option: str, timeout: float = 300_000) -> float
     return drawn.json_value()
 
 
-def _ready(page) -> None:
+READY_TIMEOUT = 300_000   # ms a page may take to be ready before the run stops, naming its state
+
+
+def wait_ready(page, timeout: float = READY_TIMEOUT) -> None:
     """Wait until the page is ready after a run: the probe's __done, or, when the first run
     started and ended between two frames (the probe then never saw it running), a message
-    came and the page is ready (RUNS)."""
-    page.wait_for_function(
-        "() => window.__done !== undefined"
-        " || (window.__msgs > 0 && window.__clicked !== undefined)",
-        timeout=600_000, polling=50)
+    came and the page is ready (RUNS). A page still not ready after `timeout` ms is a
+    TimeoutError that says what the probe saw (page_state)."""
+    try:
+        page.wait_for_function(
+            "() => window.__done !== undefined"
+            " || (window.__msgs > 0 && window.__clicked !== undefined)",
+            timeout=timeout, polling=50)
+    except Exception as err:
+        if type(err).__name__ != "TimeoutError":
+            raise
+        raise TimeoutError(f"not ready after {timeout / 1000:.0f} s: {page_state(page)}") from err
+
+
+def page_state(page) -> str:
+    """What the readiness probe checks, as the page is now: connection, script state,
+    skeletons, the title, the main area's charts (drawn or not), messages seen."""
+    try:
+        return page.evaluate("""() => {
+          const app = document.querySelector('[data-testid="stApp"]');
+          const charts = document.querySelectorAll('[data-testid="stMain"] [data-testid="stVegaLiteChart"], [data-testid="stMain"] .ae-heatmap');
+          const main = document.querySelector('[data-testid="stMain"]');
+          return `connection ${app && app.dataset.testConnectionState}, script `
+            + `${app && app.dataset.testScriptState}, skeleton `
+            + `${!!document.querySelector('[data-testid="stSkeleton"]')}, title `
+            + `${!!document.querySelector('[data-testid="stMain"] h1')}, charts ${charts.length}, `
+            + `ready ${!!(window.__ready && window.__ready())}, messages ${window.__msgs}, `
+            + `${location.href.split('?')[0]} "${document.title}" ${document.documentElement.outerHTML.length} bytes: `
+            + `${(main ? main.innerText : '').slice(0, 80).replace(/\\s+/g, ' ')}`; }""")
+    except Exception as err:      # the page itself is gone
+        return f"unreadable ({type(err).__name__})"
 
 
 def paint_times(page, timeout: float = 180_000, polling=100) -> tuple[float, float, float]:
@@ -252,7 +280,7 @@ class Tab:
             self.page.bring_to_front()
         if url != self.url:
             self.page.goto(url)
-            _ready(self.page)
+            wait_ready(self.page)
             self.url = url
             if self.page.evaluate("() => window.__inserted !== undefined"):   # a chart came
                 self.paints[url] = paint_times(self.page, polling="raf")
@@ -268,7 +296,7 @@ class Tab:
         for page, url in zip(pages, urls):
             page.goto(url, wait_until="commit")
         for page in pages:
-            _ready(page)
+            wait_ready(page)
         self.kept.update(zip(urls, pages))
 
     def visit(self, url: str):

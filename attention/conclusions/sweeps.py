@@ -40,13 +40,14 @@ def short_name(row, lang: str) -> str:
     return _t(lang, f"short_{fam}_{var}" if fam == "scale" else f"short_{fam}")
 
 
+def _side(lo: float, hi: float, above: str, below: str) -> str:
+    """`above` when a 95% interval [lo, hi] lies above 0, `below` when below, else unclear."""
+    return above if lo > 0 else below if hi < 0 else "unclear"
+
+
 def verdict(row) -> str:
     """worse / better / unclear: the paired ΔNLL's 95% interval against 0."""
-    if row["d_lo"] > 0:
-        return "worse"
-    if row["d_hi"] < 0:
-        return "better"
-    return "unclear"
+    return _side(row["d_lo"], row["d_hi"], "worse", "better")
 
 
 def _interval(row) -> dict:
@@ -195,11 +196,7 @@ def heads_sentence(agree: pd.DataFrame, per_head: pd.DataFrame, lang: str) -> st
 
 def pair_verdict(row) -> str:
     """better / worse / unclear: the paired Δ accuracy's 95% interval against 0."""
-    if row["d_acc_lo"] > 0:
-        return "better"
-    if row["d_acc_hi"] < 0:
-        return "worse"
-    return "unclear"
+    return _side(row["d_acc_lo"], row["d_acc_hi"], "better", "worse")
 
 
 def _pair_interval(row) -> dict:
