@@ -27,8 +27,8 @@ VIEWS = [
     ("pages/4_Is_sharper_better.py", {"sh_model": "sentence"}),
     ("pages/5_Does_the_model_use_it.py", {"imp_tables": "True"}),
     ("pages/5_Does_the_model_use_it.py", {"imp_tables": "True", "imp_words": "False"}),
-    ("pages/6_Corpus.py", {}), ("pages/6_Corpus.py", {"cp_folder": "shipped:zh",
-                                                     "cp_stat": "entropy"}),
+    ("pages/6_Corpus.py", {"cp_table": "True"}),          # the table shows the patterns
+    ("pages/6_Corpus.py", {"cp_folder": "shipped:zh", "cp_stat": "entropy", "cp_table": "True"}),
 ]
 
 

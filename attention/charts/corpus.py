@@ -6,7 +6,7 @@ import altair as alt
 import pandas as pd
 
 from attention.charts.size import title_lines
-from attention.charts.vega import CANVAS, NO_ARIA
+from attention.charts.vega import NO_ARIA
 
 Q_COLOUR, K_COLOUR = "#d95f02", "#1b9e77"
 
@@ -69,5 +69,4 @@ def qk_map(points: pd.DataFrame, link: str, colour: str, labels: dict[str, str])
                  alt.Tooltip("position:Q", title=labels["position"]),
                  alt.Tooltip("frequency:Q", title=labels["frequency"]),
                  alt.Tooltip("text:N", title=labels["text"])],
-    ).properties(height=560, title=title_lines(labels["title"]),
-                  usermeta=CANVAS, config=NO_ARIA)
+    ).properties(height=560, title=title_lines(labels["title"]), config=NO_ARIA)
