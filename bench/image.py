@@ -179,6 +179,8 @@ def first_page(browser, container: Container, restart: Callable[[], Container],
     containers opened a second after they started), and the page waits for ever. That
     container is stopped, `restart()` starts another, and the new one's first request is
     measured, up to `tries` containers."""
+    from playwright.sync_api import TimeoutError as Timeout
+
     lost = []
     for attempt in range(tries):
         tab = Tab(browser)
@@ -186,8 +188,8 @@ def first_page(browser, container: Container, restart: Callable[[], Container],
             page = tab.visit(container.url + path)
             try:
                 page.wait_for_selector('[data-testid="stApp"]', timeout=BOOT_MS)
-            except Exception as err:
-                if "Timeout" not in type(err).__name__ or attempt == tries - 1:
+            except Timeout:
+                if attempt == tries - 1:
                     raise
                 lost.append(page_state(page))
                 container.stop()

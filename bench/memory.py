@@ -38,6 +38,7 @@ from attention.text.examples import EXAMPLES
 from attention.spec import AttentionSpec
 from attention.text.tokens import parse_tokens
 from attention.ui.pages import url_path
+from bench.pages import STATE
 from bench.servers import Sampler, servers, tree_rss
 from bench.timing import print_table, row
 
@@ -107,14 +108,9 @@ async def settle(page, ready: str) -> bool:
 
 
 async def _state(page, ready: str) -> str:
+    """bench.pages.STATE of an async Playwright page."""
     try:
-        return await page.evaluate(
-            """(ready) => { const app = document.querySelector('[data-testid="stApp"]');
-               const main = document.querySelector('[data-testid="stMain"]');
-               return `connection ${app && app.dataset.testConnectionState}, script `
-                 + `${app && app.dataset.testScriptState}, ready ${!!document.querySelector(ready)}`
-                 + `: ${(main ? main.innerText : '').slice(0, 80).replace(/\\s+/g, ' ')}`; }""",
-            ready)
+        return await page.evaluate(STATE, ready)
     except Exception as err:      # the page itself is gone
         return f"unreadable ({type(err).__name__})"
 

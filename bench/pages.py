@@ -216,32 +216,38 @@ def wait_ready(page, timeout: float = READY_TIMEOUT) -> None:
     started and ended between two frames (the probe then never saw it running), a message
     came and the page is ready (RUNS). A page still not ready after `timeout` ms is a
     TimeoutError that says what the probe saw (page_state)."""
+    from playwright.sync_api import TimeoutError as Timeout
+
     try:
         page.wait_for_function(
             "() => window.__done !== undefined"
             " || (window.__msgs > 0 && window.__clicked !== undefined)",
             timeout=timeout, polling=50)
-    except Exception as err:
-        if type(err).__name__ != "TimeoutError":
-            raise
+    except Timeout as err:
         raise TimeoutError(f"not ready after {timeout / 1000:.0f} s: {page_state(page)}") from err
 
 
-def page_state(page) -> str:
-    """What the readiness probe checks, as the page is now: connection, script state,
-    skeletons, the title, the main area's charts (drawn or not), messages seen."""
+# What a page shows as the readiness probes see it (argument: a selector the caller waits
+# for, or null): connection, script state, skeletons, the title, the main area's charts,
+# RUNS' verdict and messages, the document, the main area's first words.
+STATE = r"""(ready) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const charts = document.querySelectorAll('[data-testid="stMain"] [data-testid="stVegaLiteChart"], [data-testid="stMain"] .ae-heatmap');
+  const main = document.querySelector('[data-testid="stMain"]');
+  return `connection ${app && app.dataset.testConnectionState}, script `
+    + `${app && app.dataset.testScriptState}, skeleton `
+    + `${!!document.querySelector('[data-testid="stSkeleton"]')}, title `
+    + `${!!document.querySelector('[data-testid="stMain"] h1')}, charts ${charts.length}, `
+    + (ready ? `${ready} ${!!document.querySelector(ready)}, ` : '')
+    + `ready ${!!(window.__ready && window.__ready())}, messages ${window.__msgs}, `
+    + `${location.href.split('?')[0]} "${document.title}" ${document.documentElement.outerHTML.length} bytes: `
+    + `${(main ? main.innerText : '').slice(0, 80).replace(/\s+/g, ' ')}`; }"""
+
+
+def page_state(page, ready: str | None = None) -> str:
+    """STATE of a page (a sync Playwright page)."""
     try:
-        return page.evaluate("""() => {
-          const app = document.querySelector('[data-testid="stApp"]');
-          const charts = document.querySelectorAll('[data-testid="stMain"] [data-testid="stVegaLiteChart"], [data-testid="stMain"] .ae-heatmap');
-          const main = document.querySelector('[data-testid="stMain"]');
-          return `connection ${app && app.dataset.testConnectionState}, script `
-            + `${app && app.dataset.testScriptState}, skeleton `
-            + `${!!document.querySelector('[data-testid="stSkeleton"]')}, title `
-            + `${!!document.querySelector('[data-testid="stMain"] h1')}, charts ${charts.length}, `
-            + `ready ${!!(window.__ready && window.__ready())}, messages ${window.__msgs}, `
-            + `${location.href.split('?')[0]} "${document.title}" ${document.documentElement.outerHTML.length} bytes: `
-            + `${(main ? main.innerText : '').slice(0, 80).replace(/\\s+/g, ' ')}`; }""")
+        return page.evaluate(STATE, ready)
     except Exception as err:      # the page itself is gone
         return f"unreadable ({type(err).__name__})"
 
