@@ -75,8 +75,17 @@ def _sides(g: pd.DataFrame, judge) -> tuple:
     return base, none.iloc[0] if len(none) else None, others, n
 
 
-def _sharper_word(row, base, lang: str) -> str:
-    return _t(lang, "sharper" if row["max_weight"] > base["max_weight"] else "flatter")
+def _opening(g: pd.DataFrame, judge, key: str, model: str, lang: str, values) -> tuple:
+    """An answer's first sentence, what removing the scale does (none when the sweep has no
+    such setting), as a list to add to, with what `_sides` reads of `g`. `values(base, none)`
+    gives the sentence's own figures."""
+    base, none, others, n = _sides(g, judge)
+    if none is None:
+        return [], base, others, n
+    sharper = _t(lang, "sharper" if none["max_weight"] > base["max_weight"] else "flatter")
+    return [_t(lang, f"{key}_{judge(none)}", model=model, sharper=sharper,
+               mw0=base["max_weight"], mw1=none["max_weight"], **values(base, none))], \
+        base, others, n
 
 
 def answer(g: pd.DataFrame, model: str, lang: str) -> list[str]:
@@ -85,13 +94,8 @@ def answer(g: pd.DataFrame, model: str, lang: str) -> list[str]:
     few = _few(g, lang)
     if few:
         return [few]
-    base, none, others, n = _sides(g, verdict)
-    out = []
-    if none is not None:
-        out.append(_t(lang, f"scale_{verdict(none)}", model=model,
-                      sharper=_sharper_word(none, base, lang), mw0=base["max_weight"],
-                      mw1=none["max_weight"], ppl0=base["ppl"], ppl1=none["ppl"],
-                      **_interval(none)))
+    out, base, others, n = _opening(g, verdict, "scale", model, lang, lambda base, none: {
+        "ppl0": base["ppl"], "ppl1": none["ppl"], **_interval(none)})
     lead = "neither" if n["s_worse"] == n["sharper"] and n["f_worse"] == n["flatter"] \
         else "not" if n["s_worse"] > n["s_better"] \
         else "yes" if n["s_better"] > n["s_worse"] else "mixed"
@@ -216,12 +220,9 @@ def pairs_answer(g: pd.DataFrame, model: str, lang: str) -> list[str]:
     few = _few_pairs(g, lang)
     if few:
         return [few]
-    base, none, others, n = _sides(g, pair_verdict)
-    out = []
-    if none is not None:
-        out.append(_t(lang, f"pairs_scale_{pair_verdict(none)}", model=model,
-                      sharper=_sharper_word(none, base, lang), mw0=base["max_weight"],
-                      mw1=none["max_weight"], acc0=base["accuracy"], **_pair_interval(none)))
+    out, base, others, n = _opening(g, pair_verdict, "pairs_scale", model, lang,
+                                    lambda base, none: {"acc0": base["accuracy"],
+                                                        **_pair_interval(none)})
     lead = "neither" if n["s_better"] == 0 and n["f_better"] == 0 \
         else "not" if n["s_worse"] > n["s_better"] \
         else "flatter_worse" if n["s_better"] > n["s_worse"] and n["f_worse"] > n["f_better"] \
