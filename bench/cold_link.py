@@ -131,6 +131,14 @@ def _measurements(bare: str, before: bool, compare: str | None = None, quick: bo
     return out
 
 
+def _store(checkout: str) -> str:
+    """The module that fills a checkout's disk cache: attention.experiment.store, or in a
+    checkout from before the experiment had its package (--compare against an older main),
+    attention.files.experiment_cache."""
+    modern = Path(checkout, "attention", "experiment", "store.py").exists()
+    return "attention.experiment.store" if modern else "attention.files.experiment_cache"
+
+
 def _started(plan: dict, caches: dict[str, str]) -> dict:
     """name -> a cold_server for each measurement in `caches` (its disk cache), all started at
     once: each start mostly waits on its own process."""
@@ -184,7 +192,7 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
             if quick:           # the Heatmap reads no stored experiment
                 os.makedirs(directory, exist_ok=True)
                 continue
-            subprocess.run([sys.executable, "-m", "attention.experiment.store"], check=True,
+            subprocess.run([sys.executable, "-m", _store(checkout or ROOT)], check=True,
                            cwd=checkout or ROOT, env={**os.environ, CACHE_ENV: directory},
                            capture_output=True)
         plan = _measurements(str(bare), before, compare, quick, only)
