@@ -16,7 +16,9 @@ visit" is seed 3, which is neither stored nor shipped, so the link waits for its
 With --before, the same pages also with ATTENTION_EXPLORER_WARMUP=0 and an empty disk cache
 (no warm-up, nothing stored): the state before the warm-up and the disk cache. With
 --compare=DIR, the same pages also from another checkout of the app (e.g. `git archive main`
-unpacked there), each right after this one's, so both meet the same load on a shared machine.
+unpacked there), each right after this one's, so both meet the same load on a shared machine;
+--compare-store=MODULE names the module that fills that checkout's disk cache when it is not
+this one's (a checkout from before the store moved).
 
 Click to chart: on a warm page, the time from the pointer going down on another head in the
 Heatmap's head picker until the page's script has run again, is idle and every chart has
@@ -131,12 +133,7 @@ def _measurements(bare: str, before: bool, compare: str | None = None, quick: bo
     return out
 
 
-def _store(checkout: str) -> str:
-    """The module that fills a checkout's disk cache: attention.experiment.store, or in a
-    checkout from before the experiment had its package (--compare against an older main),
-    attention.files.experiment_cache."""
-    modern = Path(checkout, "attention", "experiment", "store.py").exists()
-    return "attention.experiment.store" if modern else "attention.files.experiment_cache"
+STORE = "attention.experiment.store"   # the module whose `python -m` fills a disk cache
 
 
 def _started(plan: dict, caches: dict[str, str]) -> dict:
@@ -173,7 +170,7 @@ def _quick_clicks(browser) -> dict[str, float]:
 
 def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
         clicks_too: bool = True, compare: str | None = None, quick: bool = False,
-        only: tuple[str, ...] = ()) -> list[dict]:
+        only: tuple[str, ...] = (), compare_store: str = STORE) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     from tests.conftest import ROOT
@@ -186,13 +183,14 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
         bare.write_text(BARE)
         filled = str(Path(tmp) / "cache")
         # each checkout fills its own: the stored results are keyed by the code that made them
-        fills = {None: filled, compare: str(Path(tmp) / "cache-compared")} if compare else \
-            {None: filled}
-        for checkout, directory in fills.items():
+        fills = {None: (filled, STORE)}
+        if compare:
+            fills[compare] = (str(Path(tmp) / "cache-compared"), compare_store)
+        for checkout, (directory, store) in fills.items():
             if quick:           # the Heatmap reads no stored experiment
                 os.makedirs(directory, exist_ok=True)
                 continue
-            subprocess.run([sys.executable, "-m", _store(checkout or ROOT)], check=True,
+            subprocess.run([sys.executable, "-m", store], check=True,
                            cwd=checkout or ROOT, env={**os.environ, CACHE_ENV: directory},
                            capture_output=True)
         plan = _measurements(str(bare), before, compare, quick, only)
@@ -237,6 +235,9 @@ if __name__ == "__main__":
     rounds = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--rounds=")), 2)
     compare = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--compare=")), None)
     only = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--pages=")), "")
+    store = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--compare-store=")),
+                 STORE)
     print_table(run(rounds=rounds, before="--before" in sys.argv,
                     clicks_too="--no-clicks" not in sys.argv, compare=compare,
-                    quick="--quick" in sys.argv, only=tuple(filter(None, only.split(",")))))
+                    quick="--quick" in sys.argv, only=tuple(filter(None, only.split(","))),
+                    compare_store=store))
