@@ -326,7 +326,7 @@ function observeRowWidth(state) {
     if (state.row && state.data.kind === "row" && state.row.width !== rowWidth) {
       buildRow(state, state.data);
       paintRow(state);
-      scrollHint(state, state.data.scroll_hint);   // the rebuild emptied the figure
+      scrollHint(state, state.data.scroll_hint, true);   // the rebuild emptied the figure
     }
   });
   state.observer.observe(state.root.parentElement);
@@ -536,7 +536,11 @@ function paintGrid(state, image) {
 // A row, grid or bars figure wider than its column scrolls sideways in its own box
 // (canvas.css); while it does, a line above it says so (a phone's scroll bar is an overlay,
 // drawn only while a finger moves it). The line stays put while the figure scrolls.
-function scrollHint(state, text) {
+// Whether it overflows is read once the browser has laid the figure out: after a new layout
+// (`rebuilt`) on the next frame, and when the column narrows or widens (a turned phone). Read
+// on every redraw, in the middle of React's commit, it forced a layout of the whole page on
+// each click (a head pick redraws figures whose layout is unchanged).
+function scrollHint(state, text, rebuilt) {
   const { root } = state;
   let hint = root.querySelector(":scope > .ae-scroll-hint");
   if (!text) {
@@ -547,12 +551,13 @@ function scrollHint(state, text) {
     hint = el("div", "ae-scroll-hint");
     root.prepend(hint);
   }
-  hint.textContent = text;
-  if (!state.overflowObserver) {           // the column narrows or widens (a turned phone)
+  if (hint.textContent !== text) hint.textContent = text;
+  if (!state.overflowObserver) {           // its first report comes once the figure is laid out
     state.overflowObserver = new ResizeObserver(() => markOverflow(state));
     state.overflowObserver.observe(root);
+  } else if (rebuilt) {
+    requestAnimationFrame(() => markOverflow(state));
   }
-  markOverflow(state);
 }
 
 function markOverflow(state) {
@@ -577,14 +582,15 @@ export default function (component) {
   state.root.classList.toggle("ae-grid", data.kind === "grid");
   const version = ++state.version;
   state.root.dataset.pending = "1";
-  if (state.layout !== data.layout) {
+  const rebuilt = state.layout !== data.layout;
+  if (rebuilt) {
     ({ row: buildRow, grid: buildGrid, bars: buildBars }[data.kind] || build)(state, data);
     state.layout = data.layout;
   } else if (data.labels_key && state.labelsKey !== data.labels_key) {
     relabel(state, data);
   }
   state.labelsKey = data.labels_key;
-  scrollHint(state, data.scroll_hint);
+  scrollHint(state, data.scroll_hint, rebuilt);
   if (data.kind === "row" || data.kind === "bars") {         // no images: drawn at once
     (data.kind === "row" ? paintRow : paintBars)(state);
     state.root.dataset.drawn = String(version);
