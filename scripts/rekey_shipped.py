@@ -134,17 +134,17 @@ SWEEP_FILE = re.compile(r"([A-Za-z0-9._]+?)-([A-Za-z0-9._]+?)-(\w+?)-([0-9a-f]{1
 
 def sweep_targets() -> list[tuple[Path, Path]]:
     """(shipped sweep file, its current path) for every file whose name is not current."""
-    from attention.sweeps import pairs, shipped
+    from attention.sweeps import pairs, store
     from attention.text.corpora import load, pairs as load_pairs
 
-    models = {shipped.slug(m): m for m in MODELS}
-    corpora = {shipped.slug(c): c for c in CORPORA}
+    models = {store.slug(m): m for m in MODELS}
+    corpora = {store.slug(c): c for c in CORPORA}
     out = []
-    for old in sorted(shipped.FOLDER.glob("*.parquet")):
+    for old in sorted(store.FOLDER.glob("*.parquet")):
         m = SWEEP_FILE.fullmatch(old.name)
         known = m is not None and m[1] in models and m[2] in corpora
-        if known and m[3] in shipped.PLAN:
-            new = shipped.path(models[m[1]], corpora[m[2]], load(corpora[m[2]]), m[3])
+        if known and m[3] in store.PLAN:
+            new = store.path(models[m[1]], corpora[m[2]], load(corpora[m[2]]), m[3])
         elif known and m[3].removeprefix("pairs_") in pairs.SWEEPS:     # a sentence model's
             new = pairs.path(models[m[1]], corpora[m[2]], load_pairs(corpora[m[2]]),
                              m[3].removeprefix("pairs_"))
@@ -152,7 +152,7 @@ def sweep_targets() -> list[tuple[Path, Path]]:
             print(f"left as it is (not a bundled model's sweep): {old.name}")
             continue
         if m[5]:
-            new = shipped.derived(new, m[5][1:])
+            new = store.derived(new, m[5][1:])
         if new != old:
             out.append((old, new))
     return out

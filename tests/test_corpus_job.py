@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import torch
 
-from attention.corpus import job, results
+from attention.corpus import job, store
 from attention.corpus import shards
 from attention.corpus.compute import Settings, compute_shard
 from attention.models import load_model
@@ -49,7 +49,7 @@ def tables(out: Path) -> dict[str, pd.DataFrame]:
     """Every table of a run, sorted so that two runs compare row by row."""
     keys = {"texts": ["text_id"], "pieces": ["text_id", "position"],
             "stats": ["text_id", "layer", "head"], "qk": ["text_id", "layer", "head", "position"]}
-    return {name: results.read_table(out, name).sort_values(key).reset_index(drop=True)
+    return {name: store.read_table(out, name).sort_values(key).reset_index(drop=True)
             for name, key in keys.items()}
 
 
@@ -222,11 +222,11 @@ def test_summary_and_map_of_a_finished_run(tiny, tmp_path):
     out = tmp_path / "out"
     assert cli("run", "--model", tiny["bert"], "--corpus", corpus, "--out", out,
                "--batch-size", 10, "--quiet").returncode == 0
-    summary = results.view_table(out, "summary")
+    summary = store.view_table(out, "summary")
     assert len(summary) == 2 * 4 and summary["texts"].eq(30).all()
     assert (summary["entropy_lo"] <= summary["entropy_mean"]).all()
-    assert set(summary["pattern"]) <= set(results.SHARES)
-    m = results.embedding(out, 1, 2, method="pca")
+    assert set(summary["pattern"]) <= set(store.SHARES)
+    m = store.embedding(out, 1, 2, method="pca")
     assert set(m["kind"]) == {"q", "k"} and len(m) == 2 * len(
-        results.read_table(out, "qk").query("layer == 1 and head == 2"))
+        store.read_table(out, "qk").query("layer == 1 and head == 2"))
     assert (out / "view" / "map-L1-H2.parquet").is_file()

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from attention import config
-from attention.corpus import compute, results, shards
+from attention.corpus import compute, shards, store
 from attention.corpus.compute import Settings, compute_shard
 from attention.models import load_model
 from tests.test_corpus_job import ROOT, assert_same, cli, corpus_file, tables
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow     # corpus runs in subprocesses: left out of mak
 # A job in a subprocess that SIGKILLs itself at one point: argv[1] names it.
 KILLER = textwrap.dedent('''
     import os, signal, sys
-    from attention.corpus import results, shards
+    from attention.corpus import shards, store
 
     point, argv = sys.argv[1], sys.argv[2:]
     die = lambda: os.kill(os.getpid(), signal.SIGKILL)
@@ -49,7 +49,7 @@ KILLER = textwrap.dedent('''
             real_replace(src, dst)
         os.replace = replace
     elif point == "derive":                  # every shard listed, the view not yet made
-        results.derive = lambda out: die()
+        store.derive = lambda out: die()
     from attention.corpus.__main__ import main
     sys.exit(main(argv))
 ''')
@@ -75,7 +75,7 @@ def test_a_run_killed_at_each_point_resumes_to_the_uninterrupted_result(whole, t
     before = shards.read_manifest(out)
     assert before is not None
     if point == "derive":
-        assert before["complete"] and not (out / results.VIEW / "done").exists()
+        assert before["complete"] and not (out / store.VIEW / "done").exists()
     else:
         assert not before["complete"]
         assert list(out.rglob(".*.tmp")), "the kill left no temporary file to clean"
@@ -86,8 +86,8 @@ def test_a_run_killed_at_each_point_resumes_to_the_uninterrupted_result(whole, t
     assert after["complete"] and after["shards_done"] == list(range(5))
     assert not [p for p in out.rglob(".*") if p.name != "view"]          # nothing half left
     for name in ("texts.parquet", "pieces.parquet", "summary.parquet"):
-        pd.testing.assert_frame_equal(pd.read_parquet(out / results.VIEW / name),
-                                      pd.read_parquet(reference / results.VIEW / name))
+        pd.testing.assert_frame_equal(pd.read_parquet(out / store.VIEW / name),
+                                      pd.read_parquet(reference / store.VIEW / name))
 
 
 def test_what_importance_writes_each_texts_token_importance(tiny, tmp_path):
@@ -98,7 +98,7 @@ def test_what_importance_writes_each_texts_token_importance(tiny, tmp_path):
     got = cli("run", "--model", tiny["bert_base"], "--corpus", corpus, "--out", out,
               "--batch-size", 2, "--what", "stats,importance", "--quiet")
     assert got.returncode == 0, got.stderr
-    table = results.read_table(out, "importance")
+    table = store.read_table(out, "importance")
     texts = corpus.read_text(encoding="utf-8").split("\n")[:-1]
     model = load_model(str(tiny["bert_base"]), trusted=True)
     assert sorted(table["text_id"].unique()) == list(range(5))

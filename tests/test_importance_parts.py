@@ -15,7 +15,7 @@ import pytest
 from attention import diskcache, models as M
 from attention.corpus.compute import Settings
 from attention.corpus.job import do_job
-from attention.corpus.results import read_table
+from attention.corpus.store import read_table
 from attention.importance import erasure, live, product, record, store
 from attention.importance.heads import head_importance
 from attention.importance.tokens import token_importance

@@ -13,7 +13,7 @@ import pytest
 
 from attention import config
 from attention.conclusions import unknown
-from attention.corpus import results
+from attention.corpus import store
 from attention import diskcache
 from attention.i18n import translate
 from attention.spec import AttentionSpec
@@ -89,8 +89,8 @@ def test_the_rings_follow_the_chosen_statistic(stat):
     if stat == "entropy":
         assert not merged["ring"].any()
         return
-    want = (merged[f"{stat}_mean"] >= results.FIXED_SHARE) & \
-           (merged[f"{stat}_cv"] < results.FIXED_CV)
+    want = (merged[f"{stat}_mean"] >= store.FIXED_SHARE) & \
+           (merged[f"{stat}_cv"] < store.FIXED_CV)
     assert (merged["ring"] == want).all()
     assert (merged.loc[merged["ring"], "mean"] >= 0.5).all()     # no ring on a pale cell
     if stat == "to_sep":                         # the heads ringed by their own pattern before

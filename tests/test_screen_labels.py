@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from attention.i18n import LANGUAGES, translate
-from attention.corpus.results import SHARES
+from attention.corpus.store import SHARES
 from attention.ui.pages import SCRIPTS
 from tests.apptest import open_page
 from tests.screen import Shown, chart_labels, labels, raw

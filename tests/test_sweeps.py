@@ -13,7 +13,7 @@ import torch
 
 from attention.corpus import job
 from attention.corpus.compute import Settings
-from attention.corpus.results import read_table
+from attention.corpus.store import read_table
 from attention.models import load_model
 from attention.sweeps import table as sweep_table
 from attention.sweeps.engine import run_batch

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from attention.conclusions import sweeps as conclusions
-from attention.sweeps import shipped, stats
+from attention.sweeps import stats, store
 from attention.sweeps.settings import LAYER_VARIANTS, settings_of
 
 LAYERS, HEADS = 3, 2
@@ -145,7 +145,7 @@ def shipped_results(tmp_path, monkeypatch):
     from attention.corpus import load
     from attention.sweeps.ship import derive
 
-    monkeypatch.setattr(shipped, "FOLDER", tmp_path)
+    monkeypatch.setattr(store, "FOLDER", tmp_path)
     texts = load("bundled:en")
     rows = synthetic_rows(30)
     one_layer = (rows["layer"] >= 0) & (rows["head"] < 0)
@@ -154,8 +154,8 @@ def shipped_results(tmp_path, monkeypatch):
                         ("layers", one_layer & first), ("layers_rest", one_layer & ~first),
                         ("heads", rows["head"] >= 0)):
         part = rows[pick | (rows["family"] == "base")]
-        target = shipped.path(config.BUNDLED_LM, "bundled:en", texts, sweep)
-        shipped.write(part, target)
+        target = store.path(config.BUNDLED_LM, "bundled:en", texts, sweep)
+        store.write(part, target)
         derive(part, target, sweep)
     return tmp_path
 
@@ -240,7 +240,7 @@ def test_the_sentence_models_layers_toggle_moves_no_table():
 def test_page_without_results_says_so(tmp_path, monkeypatch):
     from tests.apptest import open_page
 
-    monkeypatch.setattr(shipped, "FOLDER", tmp_path)
+    monkeypatch.setattr(store, "FOLDER", tmp_path)
     at = open_page("pages/4_Is_sharper_better.py", timeout=120)
     assert not at.exception
     assert any("No shipped results" in w.value for w in at.warning)
@@ -254,8 +254,8 @@ def test_shipped_results_are_the_summaries_of_their_rows():
     from attention.corpus import load
 
     texts = load("bundled:en")
-    summaries = shipped.read(config.BUNDLED_LM, "bundled:en", texts)
-    rows = shipped.read(config.BUNDLED_LM, "bundled:en", texts, "rows")
+    summaries = store.read(config.BUNDLED_LM, "bundled:en", texts)
+    rows = store.read(config.BUNDLED_LM, "bundled:en", texts, "rows")
     assert "global" in summaries and "global" in rows
     assert int(summaries["global"]["texts"].max()) == len(texts)
     for sweep, table in summaries.items():

@@ -13,7 +13,7 @@ Q_COLOUR, K_COLOUR = "#d95f02", "#1b9e77"
 
 def head_grid(summary: pd.DataFrame, stat: str, labels: dict[str, str]) -> alt.Chart:
     """layers x heads: colour = the mean of `stat` over the texts; a ring marks the heads of
-    summary["ring"] (attention.corpus.results.ringed for this stat). summary also carries
+    summary["ring"] (attention.corpus.store.ringed for this stat). summary also carries
     pattern_label (the head's pattern, translated). labels: layer, head, mean, lo, hi, cv,
     pattern, ring, yes, no, title."""
     data = summary[["layer", "head", f"{stat}_mean", f"{stat}_lo", f"{stat}_hi", f"{stat}_cv",

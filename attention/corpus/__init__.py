@@ -1,5 +1,5 @@
 """The corpus job: one model run over many texts, written as Parquet shards and a manifest
-(job.py, engines.py, shards.py, compute.py), and the tables read back from them (results.py,
+(job.py, engines.py, shards.py, compute.py), and the tables read back from them (store.py,
 qkmap.py). `python -m attention.corpus run ...` starts it (docs/corpus.md).
 
 The corpora themselves (bundled texts, files, uploads) are read by attention.text.corpora,

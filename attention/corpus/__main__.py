@@ -169,7 +169,7 @@ def _embed(args) -> int:
     from pathlib import Path
 
     from attention.corpus.job import Refused, read_manifest
-    from attention.corpus.results import embedding
+    from attention.corpus.store import embedding
 
     out = Path(args.out)
     m = read_manifest(out)
@@ -178,7 +178,7 @@ def _embed(args) -> int:
     if args.heads == "all":
         import pandas as pd
 
-        from attention.corpus.results import read_table
+        from attention.corpus.store import read_table
         first = read_table(out, "stats", columns=["layer", "head"])
         heads = sorted({(int(a), int(b)) for a, b in zip(first["layer"], first["head"])})
     else:

@@ -6,7 +6,7 @@ Layout of `out`:
     manifest.json            model, corpus digest, settings, code version, shards done
     <table>/part-NNNNN.parquet   one file per table per shard (compute.TABLES), shard NNNNN
                              holding texts NNNNN * batch_size ... (+ batch_size)
-    view/                    what the Corpus page reads (attention.corpus.results)
+    view/                    what the Corpus page reads (attention.corpus.store)
 
 A shard's files are written to a temporary name and renamed; the manifest (also renamed into
 place) lists a shard only once all its files are there. A run killed at any moment and started
@@ -151,7 +151,7 @@ def do_job(model_source: str, corpus_source: str, out, *, engine: str = "local",
     manifest["seconds_last_run"] = round(time.perf_counter() - started, 3)
     write_manifest(out, manifest)
     if manifest["complete"]:
-        from attention.corpus.results import derive
+        from attention.corpus.store import derive
 
         derive(out)
     return out

@@ -43,7 +43,7 @@ def identity(model: str, corpus: str, texts: list[str], settings: Settings) -> d
     from attention.text.corpora import digest
 
     if tuple(settings.what) == ("nll",):      # only the code that changes its numbers
-        from attention.sweeps.shipped import code_key
+        from attention.sweeps.store import code_key
         version = code_key()
     elif tuple(settings.what) == ("importance",):
         from attention.importance.store import code_key

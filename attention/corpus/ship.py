@@ -1,5 +1,5 @@
 """`python -m attention.corpus ship`: run (or resume) the sweeps' corpus jobs and write their
-per-text rows under attention/data/sweeps (attention.sweeps.shipped), one command; with
+per-text rows under attention/data/sweeps (attention.sweeps.store), one command; with
 `--importance`, the importance page's job (`--what importance`) over each bundled corpus and
 its record under attention/data/importance (ship_importance).
 
@@ -21,9 +21,9 @@ def ship(model_source: str, corpus: str, work: Path, sweeps, *, engine: str = "l
          progress: bool = True) -> list[Path]:
     from attention.corpus.compute import Settings
     from attention.corpus.job import do_job
-    from attention.corpus.results import read_table
+    from attention.corpus.store import read_table
     from attention.corpus.shards import load_model_for_job
-    from attention.sweeps import shipped
+    from attention.sweeps import store
     from attention.sweeps.ship import derive
     from attention.text.corpora import load
 
@@ -31,8 +31,8 @@ def ship(model_source: str, corpus: str, work: Path, sweeps, *, engine: str = "l
     texts = load(corpus)
     written = []
     for sweep in sweeps:
-        limit = shipped.PLAN[sweep]
-        out = Path(work) / f"{shipped.slug(model.name)}-{shipped.slug(corpus)}-{sweep}"
+        limit = store.PLAN[sweep]
+        out = Path(work) / f"{store.slug(model.name)}-{store.slug(corpus)}-{sweep}"
         if not now:
             do_job(model_source, corpus, out, engine=engine, address=address, workers=workers,
                    model=model if engine == "local" else None, progress=progress,
@@ -41,11 +41,11 @@ def ship(model_source: str, corpus: str, work: Path, sweeps, *, engine: str = "l
         rows = read_table(out, "nll")
         if not len(rows):
             continue
-        target = shipped.path(model.name, corpus, texts, sweep, limit)
-        for old in target.parent.glob(f"{shipped.slug(model.name)}-{shipped.slug(corpus)}-"
+        target = store.path(model.name, corpus, texts, sweep, limit)
+        for old in target.parent.glob(f"{store.slug(model.name)}-{store.slug(corpus)}-"
                                       f"{sweep}-*"):
             old.unlink()
-        written.append(shipped.write(rows, target))
+        written.append(store.write(rows, target))
         written += derive(rows, target, sweep)
     return written
 
@@ -65,7 +65,7 @@ def ship_importance(corpus: str, work: Path, *, engine: str = "local",
     from attention import config, diskcache
     from attention.corpus.compute import Settings
     from attention.corpus.job import do_job
-    from attention.corpus.results import read_table
+    from attention.corpus.store import read_table
     from attention.corpus.shards import load_model_for_job
     from attention.importance import product, record, store
 

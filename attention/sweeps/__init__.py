@@ -4,7 +4,7 @@ setting, the mean negative log-likelihood per predicted piece and how sharp the 
     settings.py   the settings (scale variants, temperatures, sinks, head ablations), no torch
     engine.py     one batch of texts under many settings, sharing the unmodified prefix
     stats.py      paired bootstrap over texts against the unmodified model, no torch
-    shipped.py    the shipped per-text results (attention/data/sweeps), read without torch
+    store.py      the shipped per-text results (attention/data/sweeps), read without torch
     sentence.py   a sentence model under the same settings: paraphrase retrieval per pair
     pairs.py      its settings, paired bootstrap over pairs and shipped files, no torch
 

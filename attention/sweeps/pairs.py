@@ -11,7 +11,7 @@ whose quality is paraphrase retrieval over a whole pair set. No torch: the page 
         d_mrr, d_mrr_lo, d_mrr_hi
         max_weight, mw_lo, mw_hi, entropy, ent_lo, ent_hi, own_max_weight, own_entropy
     path / read / write             the shipped files (attention/data/sweeps), keyed like the
-                                    causal LM's (attention.sweeps.shipped.key) and by this
+                                    causal LM's (attention.sweeps.store.key) and by this
                                     code (SOURCES)
 
 The rows (attention.sweeps.sentence.pair_table), one per (pair, setting):
@@ -32,7 +32,7 @@ import pandas as pd
 
 from attention import diskcache
 from attention.measures.retrieval import boot_indices
-from attention.sweeps import shipped
+from attention.sweeps import store
 from attention.sweeps.settings import SCALES, TAUS, Setting
 
 SWEEPS = ("global", "layers")
@@ -96,16 +96,16 @@ def summary(rows: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) -> pd.Da
     return out.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
 
 
-def path(model: str, source: str, pairs: list[tuple[str, str]], sweep: str) -> "shipped.Path":
+def path(model: str, source: str, pairs: list[tuple[str, str]], sweep: str) -> "store.Path":
     """The rows file of a sweep over the pair set: `<model>-<source>-pairs_<sweep>-<key>`,
     keyed like the causal LM's sweeps (attention.diskcache.fingerprint) on the code of both
-    (shipped.SOURCES and SOURCES), the model, the source, the sentences and the sweep."""
+    (store.SOURCES and SOURCES), the model, the source, the sentences and the sweep."""
     sentences = [s for pair in pairs for s in pair]
     name = f"pairs_{sweep}"
-    key = diskcache.fingerprint(shipped.SOURCES + SOURCES, {
+    key = diskcache.fingerprint(store.SOURCES + SOURCES, {
         "model": model, "corpus": source, "sweep": name,
-        "texts": shipped.texts_digest(sentences), "limit": 0})[:16]
-    return shipped.FOLDER / f"{shipped.slug(model)}-{shipped.slug(source)}-{name}-{key}.parquet"
+        "texts": store.texts_digest(sentences), "limit": 0})[:16]
+    return store.FOLDER / f"{store.slug(model)}-{store.slug(source)}-{name}-{key}.parquet"
 
 
 def write(rows: pd.DataFrame, target) -> list:
@@ -117,8 +117,8 @@ def write(rows: pd.DataFrame, target) -> list:
                                                   "own_max_weight", "own_entropy")})
     compact = compact.astype({"family": "category", "variant": "category"})
     target.parent.mkdir(parents=True, exist_ok=True)
-    out = [shipped.write_table(compact, target)]
-    out.append(shipped.write_table(summary(rows), shipped.derived(target, "summary")))
+    out = [store.write_table(compact, target)]
+    out.append(store.write_table(summary(rows), store.derived(target, "summary")))
     return out
 
 
@@ -128,7 +128,7 @@ def read(model: str, source: str, pairs: list[tuple[str, str]],
     out = {}
     for sweep in SWEEPS:
         p = path(model, source, pairs, sweep)
-        p = p if name == "rows" else shipped.derived(p, name)
+        p = p if name == "rows" else store.derived(p, name)
         if p.is_file():
             out[sweep] = pd.read_parquet(p).astype({"family": str, "variant": str})
     return out

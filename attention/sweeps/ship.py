@@ -10,15 +10,15 @@ from pathlib import Path
 def derive(rows, target: Path, sweep: str) -> list[Path]:
     """The page's tables beside the rows (stats.summary; for heads also the per-head table
     and its agreement with sharpness), so a page reads them without computing."""
-    from attention.sweeps import shipped, stats
+    from attention.sweeps import stats, store
 
     table = stats.summary(rows)
-    out = [shipped.write_table(table, shipped.derived(target, "summary"))]
+    out = [store.write_table(table, store.derived(target, "summary"))]
     if sweep == "heads":
         per_head = stats.heads(table)
-        out.append(shipped.write_table(per_head, shipped.derived(target, "heads")))
-        out.append(shipped.write_table(stats.agreement(per_head),
-                                       shipped.derived(target, "agreement")))
+        out.append(store.write_table(per_head, store.derived(target, "heads")))
+        out.append(store.write_table(stats.agreement(per_head),
+                                       store.derived(target, "agreement")))
     return out
 
 

@@ -20,7 +20,7 @@ import streamlit as st
 from attention import config
 from attention.charts.corpus import head_grid, qk_map
 from attention.conclusions import unknown
-from attention.corpus import results
+from attention.corpus import store
 from attention.errors import UserError
 from attention.ui import estimate
 from attention.ui.chart import place, show as draw_chart
@@ -31,7 +31,7 @@ SHIPPED = config.DATA / "corpus"
 SESSION = "session"
 SESSION_KEY = "corpus_page_job"
 JOB_LIMIT = 300
-STATS = results.COLUMNS
+STATS = store.COLUMNS
 COLOURS = ("kind", "position", "frequency")
 TABLE_VIEW = "cp_table"   # the table of every head shown (off: a cold link draws no table)
 
@@ -41,17 +41,17 @@ def _options() -> dict[str, Path]:
     found = {}
     if SHIPPED.is_dir():
         for folder in sorted(SHIPPED.iterdir()):
-            if results.is_result(folder):
+            if store.is_result(folder):
                 found[f"shipped:{folder.name}"] = folder
     for name in config.result_dirs():
         try:
             folder = config.result_dir(name)
         except UserError:
             continue
-        if results.is_result(folder):
+        if store.is_result(folder):
             found[f"root:{name}"] = folder
     job = st.session_state.get(SESSION_KEY)
-    if job is not None and results.is_result(job.folder):
+    if job is not None and store.is_result(job.folder):
         found[SESSION] = job.folder
     return found
 
@@ -67,12 +67,12 @@ def _folder_label(key: str) -> str:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _view(folder: str, name: str, stamp: float) -> pd.DataFrame | None:
-    return results.view_table(Path(folder), name)
+    return store.view_table(Path(folder), name)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _map(folder: str, layer: int, head: int, stamp: float) -> pd.DataFrame | None:
-    return results.embedding(Path(folder), layer, head)
+    return store.embedding(Path(folder), layer, head)
 
 
 def _stamp(folder: Path) -> float:
@@ -97,7 +97,7 @@ def draw_corpus_page(spec=None) -> None:
                       valid=lambda v: v in options, options=keys, format_func=_folder_label,
                       label=t("corpus.folder"))
     folder = options[key]
-    manifest = results.manifest(folder)
+    manifest = store.manifest(folder)
     stamp = _stamp(folder)
     texts = _view(str(folder), "texts", stamp)
     summary = _view(str(folder), "summary", stamp)
@@ -136,30 +136,30 @@ def _corpus_name(key: str, manifest: dict) -> str:
 
 def _draw_stats(summary: pd.DataFrame) -> None:
     st.subheader(t("corpus.stats_title"))
-    st.markdown(t("corpus.stats_help", cv=results.FIXED_CV, share=results.FIXED_SHARE))
+    st.markdown(t("corpus.stats_help", cv=store.FIXED_CV, share=store.FIXED_SHARE))
     stat = view_widget("cp_stat", st.selectbox, default="to_sep", cast=str,
                        valid=lambda v: v in STATS, options=list(STATS),
                        format_func=lambda c: t(f"model.col_{c}"), label=t("corpus.stat"))
     name = t(f"model.col_{stat}")
-    ring = results.ringed(summary, stat)               # the rings follow the chosen statistic
+    ring = store.ringed(summary, stat)               # the rings follow the chosen statistic
     shown = summary.assign(ring=ring, pattern_label=[t(f"model.col_{p}")
                                                      for p in summary["pattern"]])
     labels = {k: t(f"corpus.{k}") for k in
               ("layer", "head", "mean", "lo", "hi", "cv", "pattern", "yes", "no")}
     labels["ring"] = t("corpus.ring", stat=name)
-    rule = results.RING_RULE.get(stat)
+    rule = store.RING_RULE.get(stat)
     labels["title"] = t("corpus.grid_title" if rule else "corpus.grid_title_plain",
                         stat=name)
     draw_chart(head_grid(shown, stat, labels), width="stretch")
     if rule:
         st.markdown(t(f"corpus.ring_count_{rule}", ringed=int(ring.sum()), total=len(summary),
-                      stat=name, share=results.FIXED_SHARE, cv=results.FIXED_CV))
+                      stat=name, share=store.FIXED_SHARE, cv=store.FIXED_CV))
     else:
         st.markdown(t("corpus.ring_none", stat=name))
     fixed = int(summary["fixed"].sum())
     st.markdown(t("corpus.fixed_count", fixed=fixed, total=len(summary),
-                  varies=len(summary) - fixed, cv=results.FIXED_CV,
-                  share=results.FIXED_SHARE))
+                  varies=len(summary) - fixed, cv=store.FIXED_CV,
+                  share=store.FIXED_SHARE))
     shown_table = view_widget(TABLE_VIEW, st.toggle, default=False, cast=flag,
                               label=t("corpus.show_table"), help=t("corpus.show_table_help"))
     with place():                   # the map below keeps its place when the table comes or goes

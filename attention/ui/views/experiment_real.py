@@ -1,5 +1,5 @@
 """The real-models section of "Is sharper better?": the causal-LM sweeps' shipped results
-(attention.sweeps.shipped, computed by the corpus job) and the sentence model's retrieval
+(attention.sweeps.store, computed by the corpus job) and the sentence model's retrieval
 sweeps (attention.sweeps.pairs), read without torch; a model picker (sh_model in the URL)
 chooses which. The answer first (at most three sentences), then each chart with its one-line
 finding.
@@ -36,10 +36,10 @@ HEADS_VIEW = "sh_heads"          # the two per-head charts shown (its sentence a
 @st.cache_data(max_entries=4, show_spinner=False)
 def _tables(model: str, corpus: str) -> dict:
     from attention.corpus import load
-    from attention.sweeps import shipped
+    from attention.sweeps import store
 
     texts = load(corpus)
-    return {name: shipped.read(model, corpus, texts, name)
+    return {name: store.read(model, corpus, texts, name)
             for name in ("summary", "heads", "agreement")}
 
 
