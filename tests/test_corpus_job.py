@@ -230,3 +230,31 @@ def test_summary_and_map_of_a_finished_run(tiny, tmp_path):
     assert set(m["kind"]) == {"q", "k"} and len(m) == 2 * len(
         store.read_table(out, "qk").query("layer == 1 and head == 2"))
     assert (out / "view" / "map-L1-H2.parquet").is_file()
+
+
+def test_the_code_version_follows_the_code_that_makes_the_rows(tmp_path, monkeypatch):
+    """A resumed job's key changes with the code of the captured rows (a measure) and not with
+    an edit elsewhere (a page's view) or a comment: an unrelated edit does not stop a resume."""
+    import shutil
+
+    from attention import diskcache
+    from attention.corpus.compute import SOURCES
+
+    package = tmp_path / "attention"
+    for name in (*SOURCES, "ui/views/corpus.py"):
+        source, copy = diskcache.PACKAGE / name, package / name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, copy)
+    monkeypatch.setattr(diskcache, "PACKAGE", package)
+    first = shards.code_version()
+    with open(package / "ui/views/corpus.py", "a") as f:
+        f.write("\ndef elsewhere():\n    return 1\n")
+    with open(package / "measures/rows.py", "a") as f:
+        f.write("\n# a comment only\n")
+    assert shards.code_version() == first
+    with open(package / "measures/rows.py", "a") as f:
+        f.write("\ndef changed():\n    return 2\n")
+    assert shards.code_version() != first

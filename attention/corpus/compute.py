@@ -43,6 +43,9 @@ WHAT = ("stats", "importance", "qk", "nll")
 CAPTURED = ("stats", "qk")    # products read from a forward that keeps every weight
 DEFAULT_WHAT = ("stats", "qk")
 DEFAULT_SAMPLE = 8
+# The code that makes the captured products' rows (texts, pieces, stats, qk): their job's key
+# (shards.code_version). nll and importance are keyed by their own stores' code_key.
+SOURCES = ("corpus/compute.py", "core.py", "config.py", "measures", "models")
 TABLES = ("texts", "pieces", "stats", "qk", "importance", "faithfulness", "heads", "nll")
 
 

@@ -15,7 +15,6 @@ from attention.errors import UserError
 
 MANIFEST = "manifest.json"
 FORMAT = 1
-PACKAGE = Path(__file__).resolve().parent.parent        # attention/
 
 
 class Refused(Exception):
@@ -23,11 +22,13 @@ class Refused(Exception):
 
 
 def code_version() -> str:
-    """The attention package's code (every module, as attention.diskcache.fingerprint
-    reads it: comments and docstrings do not count)."""
+    """The code that makes the captured products' rows (compute.SOURCES, as
+    attention.diskcache.fingerprint reads them: comments and docstrings do not count), so an
+    edit elsewhere (a page, a chart, a sentence) does not stop a resume."""
     from attention import diskcache
+    from attention.corpus.compute import SOURCES
 
-    return diskcache.fingerprint([PACKAGE], {})[:16]
+    return diskcache.fingerprint(SOURCES, {})[:16]
 
 
 def shard_name(index: int) -> str:
