@@ -125,20 +125,25 @@ class Server:
             self.proc.kill()
 
 
+def serving():
+    """For a fixture: a Server started now, yielded, and stopped when the fixture ends."""
+    srv = Server()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
 @pytest.fixture(scope="session")
 def server():
     """One server shared by the browser tests that do not need a fresh one."""
-    srv = Server()
-    yield srv
-    srv.stop()
+    yield from serving()
 
 
 @pytest.fixture
 def fresh_server():
     """A server started for this test alone (deep links must work on a fresh server)."""
-    srv = Server()
-    yield srv
-    srv.stop()
+    yield from serving()
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from attention.i18n import translate
 from attention.spec import AttentionSpec
 from attention.text.tokens import tokens_to_text
 from attention.ui.pages import url_path
-from tests.conftest import UI_TIMEOUT, Server, eventually, show_toy_settings, wait_for_app
+from tests.conftest import UI_TIMEOUT, eventually, serving, show_toy_settings, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -68,9 +68,7 @@ def clip(token: str) -> str:
 @pytest.fixture(scope="module")
 def cold_server():
     """One server for this module, started fresh: the deep links below are its first visits."""
-    srv = Server()
-    yield srv
-    srv.stop()
+    yield from serving()
 
 
 @pytest.fixture
@@ -226,9 +224,7 @@ def deployer_server(monkeypatch):
     for name in (config.ENV_DOWNLOADS, config.ENV_MAX_PARAMS, config.ENV_ALLOWED,
                  config.ENV_LOCAL, config.ENV_MODEL_MEMORY, config.ENV_RESULTS):
         monkeypatch.delenv(name, raising=False)
-    srv = Server()
-    yield srv
-    srv.stop()
+    yield from serving()
 
 
 def test_deep_link_to_proc_self_tells_nothing_of_the_disk(deployer_server, guarded):
