@@ -203,7 +203,7 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
         names = ["bare page", *pairs] + ([] if quick else ["bare page"])
         for r in range(rounds):
             order = names if r % 2 == 0 else names[::-1]
-            caches = {name: tempfile.mkdtemp(dir=tmp) if plan[name][2] else fills[plan[name][3]]
+            caches = {name: tempfile.mkdtemp(dir=tmp) if plan[name][2] else fills[plan[name][3]][0]
                       for name in order}
             # quick: the round's servers started side by side beforehand (idle until visited)
             started = _started(plan, caches) if quick else {}
