@@ -183,14 +183,14 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
         bare.write_text(BARE)
         filled = str(Path(tmp) / "cache")
         # each checkout fills its own: the stored results are keyed by the code that made them
-        fills = {None: (filled, STORE)}
-        if compare:
-            fills[compare] = (str(Path(tmp) / "cache-compared"), compare_store)
-        for checkout, (directory, store) in fills.items():
+        fills = {None: filled, compare: str(Path(tmp) / "cache-compared")} if compare else \
+            {None: filled}
+        stores = {None: STORE, compare: compare_store}
+        for checkout, directory in fills.items():
             if quick:           # the Heatmap reads no stored experiment
                 os.makedirs(directory, exist_ok=True)
                 continue
-            subprocess.run([sys.executable, "-m", store], check=True,
+            subprocess.run([sys.executable, "-m", stores[checkout]], check=True,
                            cwd=checkout or ROOT, env={**os.environ, CACHE_ENV: directory},
                            capture_output=True)
         plan = _measurements(str(bare), before, compare, quick, only)
@@ -203,7 +203,7 @@ def run(rounds: int = 2, click_rounds: int = 6, before: bool = False,
         names = ["bare page", *pairs] + ([] if quick else ["bare page"])
         for r in range(rounds):
             order = names if r % 2 == 0 else names[::-1]
-            caches = {name: tempfile.mkdtemp(dir=tmp) if plan[name][2] else fills[plan[name][3]][0]
+            caches = {name: tempfile.mkdtemp(dir=tmp) if plan[name][2] else fills[plan[name][3]]
                       for name in order}
             # quick: the round's servers started side by side beforehand (idle until visited)
             started = _started(plan, caches) if quick else {}
