@@ -145,7 +145,14 @@ async def upload(page, session: int, rnd: int, n: int = N) -> bool:
     files = upload_files(session, rnd, n)
     for i, f in enumerate(files):
         await inputs.nth(i).set_input_files(f)
+        # as a user does: the next file once this one is listed (its rerun has started)
+        await page.wait_for_function(LISTED, arg=[i, f["name"]], timeout=PAGE_TIMEOUT)
     return await settle(page, f"{MAIN} .ae-heatmap canvas")
+
+
+LISTED = f"""([i, name]) => {{
+  const box = document.querySelectorAll('{MAIN} [data-testid="stFileUploader"]')[i];
+  return !!box && box.innerText.includes(name); }}"""
 
 
 async def all_sessions(base: str, log: list, sessions: int = SESSIONS, n: int = N,
