@@ -117,3 +117,38 @@ def test_upload_analysis_is_the_upload_modules(colliding):
     a, _ = colliding
     direct = upload.qkv_analysis(SPEC, *one_hot_upload(list(range(N))), None, TYPED)
     assert direct.digest == a.digest
+
+
+def test_a_built_chart_is_kept_per_content_and_is_the_chart_its_builder_makes():
+    """cache.built freezes a chart of stored results once per content of its arguments: the
+    same frames (equal, not the same object) give the kept figure, a frame that differs in
+    one value gives its own; what it sends is what the builder's chart sends; a builder of
+    Panels is frozen panel by panel."""
+    import pandas as pd
+
+    from attention.charts import experiment as sharper
+    from attention.charts.vega import Figure, page_spec
+
+    def same_chart(a, b) -> bool:       # the same spec and the same data sets
+        spec_a, spec_b = page_spec(a), page_spec(b)
+        data_a, data_b = spec_a.pop("datasets", {}), spec_b.pop("datasets", {})
+        return (spec_a == spec_b and data_a.keys() == data_b.keys()
+                and all(data_a[name].equals(data_b[name]) for name in data_a))
+
+    cache.store().clear()
+    sweep = pd.DataFrame({"multiplier": [0.5, 1.0, 2.0], "accuracy": [0.61, 0.8, 0.72],
+                          "max_weight": [0.3, 0.5, 0.7], "effective_tokens": [5.0, 3.0, 1.5],
+                          "relevant_mass": [0.4, 0.6, 0.65]})
+    kept = cache.built(sharper.mass_chart, sweep, "en")
+    assert isinstance(kept, Figure)
+    assert cache.built(sharper.mass_chart, sweep.copy(), "en") is kept
+    assert same_chart(kept, sharper.mass_chart(sweep, "en"))
+    changed = sweep.copy()
+    changed.loc[1, "accuracy"] = 0.81
+    assert cache.built(sharper.mass_chart, changed, "en") is not kept
+    assert cache.built(sharper.mass_chart, sweep, "zh") is not kept
+    panels = cache.built(sharper.sharpening_panels, sweep, "en")
+    direct = sharper.sharpening_panels(sweep, "en")
+    assert len(panels.charts) == len(direct.charts) == 2
+    assert all(map(same_chart, panels.charts, direct.charts))
+    assert all(isinstance(p, Figure) for p in panels.charts)

@@ -22,7 +22,7 @@ from attention.experiment import store
 from attention.experiment.store import scaling_seeds
 from attention.experiment.task import SharpeningStudy
 from attention.charts import experiment as charts
-from attention.ui import estimate
+from attention.ui import cache, estimate
 from attention.charts.size import FIT_PX
 from attention.ui.chart import place, show
 from attention.ui.explain import explanation
@@ -129,12 +129,13 @@ def draw_sharpening(study: SharpeningStudy) -> None:
     accuracy = sweep.set_index("multiplier")["accuracy"].to_dict()
     eval_size = store.constants()["EVAL_SIZE"]
     _section("sharper.sec_sharpen", t("sharper.sharpen_caption", eval=eval_size),
-             charts.sharpening_panels(sweep, code), "sharpening",
+             cache.built(charts.sharpening_panels, sweep, code), "sharpening",
              conclusions.sharpening_conclusion(sweep, code))
-    _section("sharper.sec_mass", t("sharper.mass_caption"), charts.mass_chart(sweep, code),
+    _section("sharper.sec_mass", t("sharper.mass_caption"),
+             cache.built(charts.mass_chart, sweep, code),
              "relevant_mass", conclusions.mass_conclusion(sweep, code))
     _section("sharper.sec_sample", t("sharper.sample_caption"),
-             charts.sample_panels(study.sample, code), "sample_attention",
+             cache.built(charts.sample_panels, study.sample, code), "sample_attention",
              conclusions.sample_conclusion(study.sample, accuracy, code))
 
 
@@ -142,7 +143,7 @@ def draw_scaling(seed: int, sweep: pd.DataFrame) -> None:
     """Scaled against unscaled training as d_k grows, over three seeds."""
     _section("sharper.sec_scaling",
              t("sharper.scaling_caption", seeds=", ".join(map(str, scaling_seeds(seed)))),
-             charts.scaling_panels(sweep, lang()), "scaling",
+             cache.built(charts.scaling_panels, sweep, lang()), "scaling",
              conclusions.scaling_conclusion(sweep, lang()))
 
 
@@ -150,7 +151,7 @@ def draw_leave_one_out(study: SharpeningStudy) -> None:
     """Attention weight against the leave-one-out effect, with the rank correlations."""
     _section("sharper.sec_importance",
              t("sharper.importance_caption", samples=study.leave_one_out["sample"].nunique()),
-             charts.leave_one_out_chart(study.leave_one_out, lang()), "importance",
+             cache.built(charts.leave_one_out_chart, study.leave_one_out, lang()), "importance",
              conclusions.leave_one_out_conclusion(study.leave_one_out, study.spearman_pooled,
                                                   study.spearman_within, lang()))
 

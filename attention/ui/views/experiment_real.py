@@ -15,6 +15,7 @@ from attention import config
 from attention.charts import experiment_real as charts
 from attention.conclusions import sweeps as conclusions
 from attention.charts.size import FIT_PX
+from attention.ui import cache
 from attention.ui.chart import place, show
 from attention.ui.export import chart_buttons, csv_button
 from attention.ui.state import flag, view_expander, view_widget
@@ -103,7 +104,7 @@ def draw_real_models() -> None:
     shown = _answer_and_quality(
         g, t("realsharp.missing", model=MODEL), lambda: conclusions.answer(g, MODEL, code),
         lambda: t("realsharp.quality_caption", texts=int(g["texts"].max())),
-        lambda m: charts.quality_chart(g, code, m), "sharpness_quality")
+        lambda m: cache.built(charts.quality_chart, g, code, m), "sharpness_quality")
     if not shown:
         return
     layers = summary.get("layers")
@@ -111,37 +112,37 @@ def draw_real_models() -> None:
     scales = g[g["family"].isin(["base", "scale"])]
     reference = _reference()
     _section("realsharp.sec_scale", t("realsharp.scale_caption", reference=reference, texts=texts),
-             charts.interval_bars(scales, code, "ppl", "ppl_lo", "ppl_hi",
-                                  t("realsharp.axis_ppl"), log=True), "scale_variants", None)
+             cache.built(charts.interval_bars, scales, code, "ppl", "ppl_lo", "ppl_hi",
+                         t("realsharp.axis_ppl"), True), "scale_variants", None)
     rest = summary.get("layers_rest")          # the other variants, one layer at a time
     if rest is not None and (rest["family"] == "scale").any():
         with place():               # the per-layer charts: every chart below keeps its place
             if layers_shown:
                 st.caption(t("realsharp.scale_layers_caption", texts=int(rest["texts"].max())))
-                show(charts.layer_chart(rest, "scale", code), width=FIT_PX)
+                show(cache.built(charts.layer_chart, rest, "scale", code), width=FIT_PX)
         st.info(conclusions.scale_layers_sentence(rest, code), icon=":material/insights:")
     st.subheader(t("realsharp.sec_temperature"))
     st.caption(t("realsharp.temperature_caption"))
-    show(charts.tau_chart(g, code), width=FIT_PX)
+    show(cache.built(charts.tau_chart, g, code), width=FIT_PX)
     with place():
         if layers is None:
             st.caption(t("realsharp.layers_missing"))
         elif layers_shown:
             st.caption(t("realsharp.temperature_layers_caption",
                          texts=int(layers["texts"].max())))
-            show(charts.layer_chart(layers, "tau", code), width=FIT_PX)
+            show(cache.built(charts.layer_chart, layers, "tau", code), width=FIT_PX)
     every_tau = layers if rest is None or layers is None else pd.concat([layers, rest])
     st.info(conclusions.temperature_sentence(g, every_tau, code), icon=":material/insights:")
     _draw_heads(tables, code)
     sinks = g[g["family"].isin(["base", "sinks"])]
     st.subheader(t("realsharp.sec_sinks"))
     st.caption(t("realsharp.sinks_caption"))
-    show(charts.interval_bars(sinks, code, "d_nll", "d_lo", "d_hi", t("realsharp.axis_dnll")),
-         width=FIT_PX)
+    show(cache.built(charts.interval_bars, sinks, code, "d_nll", "d_lo", "d_hi",
+                     t("realsharp.axis_dnll")), width=FIT_PX)
     with place():
         if layers is not None and layers_shown:
             st.caption(t("realsharp.sinks_layers_caption"))
-            show(charts.layer_chart(layers, "sinks", code), width=FIT_PX)
+            show(cache.built(charts.layer_chart, layers, "sinks", code), width=FIT_PX)
     st.info(conclusions.sinks_sentence(g, layers, code), icon=":material/insights:")
     numbers = view_expander(NUMBERS_VIEW, t("realsharp.table"))
     if numbers.open:
@@ -181,8 +182,8 @@ def _draw_heads(tables: dict, code: str) -> None:
         if shown:
             st.caption(t("realsharp.heads_caption", heads=len(per_head),
                          texts=int(per_head["texts"].max())))
-            show(charts.heads_chart(per_head, code), width=FIT_PX)
-            show(charts.agreement_chart(agree, code), width=FIT_PX)
+            show(cache.built(charts.heads_chart, per_head, code), width=FIT_PX)
+            show(cache.built(charts.agreement_chart, agree, code), width=FIT_PX)
     st.info(conclusions.heads_sentence(agree, per_head, code), icon=":material/insights:")
 
 
@@ -205,7 +206,8 @@ def _draw_sentence_model(code: str, layers_shown: bool) -> None:
         g, t("realsharp.pairs_missing", model=name),
         lambda: conclusions.pairs_answer(g, name, code),
         lambda: t("realsharp.pairs_quality_caption", pairs=int(g["pairs"].max())),
-        lambda m: charts.quality_chart(g, code, m, charts.ACCURACY), "sharpness_retrieval")
+        lambda m: cache.built(charts.quality_chart, g, code, m, charts.ACCURACY),
+        "sharpness_retrieval")
     if not shown:
         return
     layers = summary.get("layers")
@@ -214,21 +216,21 @@ def _draw_sentence_model(code: str, layers_shown: bool) -> None:
     reference = float(base["pieces"]) / (2 * pairs)       # mean pieces per sentence of the set
     _section("realsharp.sec_scale", t("realsharp.pairs_scale_caption", reference=reference,
                                       pairs=pairs),
-             charts.interval_bars(g[g["family"].isin(["base", "scale"])], code, "accuracy",
-                                  "acc_lo", "acc_hi", t("realsharp.axis_accuracy"),
-                                  count="pairs"),
+             cache.built(charts.interval_bars, g[g["family"].isin(["base", "scale"])], code,
+                         "accuracy", "acc_lo", "acc_hi", t("realsharp.axis_accuracy"),
+                         False, "pairs"),
              "scale_variants_retrieval", conclusions.pairs_scale_sentence(g, code))
     st.subheader(t("realsharp.sec_temperature"))
     st.caption(t("realsharp.pairs_temperature_caption"))
-    show(charts.tau_chart(g, code, charts.ACCURACY), width=FIT_PX)
+    show(cache.built(charts.tau_chart, g, code, charts.ACCURACY), width=FIT_PX)
     with place():                   # the summary tables' box below keeps its place
         if layers is None:
             st.caption(t("realsharp.layers_missing"))
         elif layers_shown:
             st.caption(t("realsharp.pairs_temperature_layers_caption",
                          pairs=int(layers["pairs"].max())))
-            show(charts.layer_chart(layers, "tau", code,
-                                    ("d_acc", "d_acc_lo", "d_acc_hi", "axis_dacc", "pairs")),
+            show(cache.built(charts.layer_chart, layers, "tau", code,
+                             ("d_acc", "d_acc_lo", "d_acc_hi", "axis_dacc", "pairs")),
                  width=FIT_PX)
     st.info(conclusions.pairs_temperature_sentence(g, layers, code), icon=":material/insights:")
     numbers = view_expander(NUMBERS_VIEW, t("realsharp.table"))
