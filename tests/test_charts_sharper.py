@@ -23,13 +23,16 @@ SCHEMA = load_schema()
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("model", ["lm", "sentence"])
+@pytest.mark.parametrize("model", ["toy", "lm", "sentence"])
 def test_every_chart_on_the_page_is_valid_vega_lite(lang, model):
-    at = open_page(PAGE, lang=lang, timeout=120, sh_model=model, sh_layers="True",
-                   sh_heads="True")
+    """Each part with every chart it can show: the toy part's 8; a real model's part with its
+    per-layer (and, for the language model, per-head) charts."""
+    views = ({"sh_part": "toy"} if model == "toy" else
+             {"sh_part": "real", "sh_model": model, "sh_layers": "True", "sh_heads": "True"})
+    at = open_page(PAGE, lang=lang, timeout=120, **views)
     assert not at.exception
     specs = [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
-    assert len(specs) >= (13 if model == "lm" else 11)      # toy 8, the real model's own
+    assert len(specs) == {"toy": 8, "lm": 9, "sentence": 4}[model]
     for spec in specs:
         validate_jsonschema(spec, SCHEMA)                    # raises on an invalid spec
 

@@ -133,11 +133,12 @@ PAST_THE_EDGE = """(W) => {
                                                 ("Score_analysis?sc_figure=rows", 4, 0),
                                                 ("Score_analysis?sc_figure=sweep", 6, 0),
                                                 ("Score_analysis?sc_figure=saturation", 1, 0),
-                                                # 8 toy charts (3 figures of 2 panels), 9
+                                                # 8 toy charts (3 figures of 2 panels); 9
                                                 # of the real model: the link shows its
                                                 # per-layer and per-head charts too
+                                                ("Is_sharper_better?sh_part=toy", 8, 0),
                                                 ("Is_sharper_better?sh_layers=True&sh_heads=True",
-                                                 17, 0)])
+                                                 9, 0)])
 def test_charts_stay_on_a_phones_screen(server, chromium, path, vega, canvas, lang):
     """At 390 x 844 no chart of Model heads, Score analysis, "Is sharper better?" or "Does
     the model use it?" passes the screen's right edge or cuts a text of its own (the panels

@@ -63,9 +63,9 @@ def test_runs_without_exception_and_reads_the_seed(page):
     assert page.query_params["sh_seed"] in (str(SEED), [str(SEED)])
 
 
-# The toy section's five figures and five conclusions come first; the real-models section
-# below them (tests/test_sweeps_page.py) adds its own. Three figures are two panels each,
-# drawn as two charts side by side (stacked on a phone): the charts' places on the page.
+# The toy part: five figures and five conclusions (the real models are the page's other part,
+# tests/test_sweeps_page.py). Three figures are two panels each, drawn as two charts side by
+# side (stacked on a phone): the charts' places on the page.
 TOY_INFOS = 5
 SHARPENING, MASS, SAMPLE, LEAVE_ONE_OUT, SCALING = (0, 1), (2,), (3, 4), (5,), (6, 7)
 TOY_CHARTS = 8
@@ -75,10 +75,12 @@ def toy_infos(at) -> list[str]:
     return [i.value for i in at.info][:TOY_INFOS]
 
 
-def test_five_toy_charts_drawn_before_the_real_models(page):
+def test_a_link_opens_the_toy_part_alone(page):
+    """Only the open part is drawn: the toy part's eight charts, no real-models section."""
     titles = [h.value for h in page.header]
-    assert len(page.get("vega_lite_chart")) > TOY_CHARTS
-    assert translate("en", "realsharp.title") in titles
+    assert len(page.get("vega_lite_chart")) == TOY_CHARTS
+    assert translate("en", "realsharp.title") not in titles
+    assert page.query_params["sh_part"] in ("toy", ["toy"])
 
 
 def test_sharpening_charts_show_the_sweep(page, expected):

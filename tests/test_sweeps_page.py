@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from attention.conclusions import sweeps as conclusions
+from attention.i18n import translate
 from attention.sweeps import stats, store
 from attention.sweeps.settings import LAYER_VARIANTS, settings_of
 
@@ -173,7 +174,10 @@ def test_page_shows_the_real_model_section(shipped_results, lang):
     infos = " ".join(i.value for i in at.info)
     assert ("Sinks" if lang == "en" else "汇点") in " ".join(s.value for s in at.subheader)
     assert infos
-    assert len(at.get("vega_lite_chart")) >= 9
+    # the real models' part alone: the answer's chart, the scale variants', the temperature's
+    # and the sinks', with their three per-layer charts (?sh_layers=True)
+    assert len(at.get("vega_lite_chart")) == 7
+    assert translate(lang, "sharper.sec_sharpen") not in [s.value for s in at.subheader]
     # the scale variants one layer at a time (layers_rest): their chart's caption and sentence
     caption = {"en": "Each scale variant in one layer alone", "zh": "每种缩放只用于一层"}[lang]
     assert any(caption in c.value for c in at.caption)
@@ -191,7 +195,7 @@ def test_per_layer_charts_and_numbers_wait_until_asked(shipped_results):
 
     page = "pages/4_Is_sharper_better.py"
     shown = open_page(page, timeout=120, sh_layers="True", sh_numbers="True", sh_heads="True")
-    hidden = open_page(page, timeout=120)
+    hidden = open_page(page, timeout=120, sh_part="real")
     bad = open_page(page, timeout=120, sh_layers="yes", sh_numbers="1", sh_heads="on")
     assert not shown.exception and not hidden.exception and not bad.exception and not bad.error
     charts = {name: len(at.get("vega_lite_chart")) for name, at in
@@ -210,7 +214,7 @@ def test_the_layers_and_heads_toggles_move_no_chart(shipped_results):
     instead of embedding each again."""
     from tests.apptest import chart_places, open_page
 
-    at = open_page("pages/4_Is_sharper_better.py", timeout=120)
+    at = open_page("pages/4_Is_sharper_better.py", timeout=120, sh_part="real")
     before = chart_places(at)
     for key in ("view_sh_layers", "view_sh_heads"):
         at.toggle(key=key).set_value(True).run()
@@ -241,7 +245,7 @@ def test_page_without_results_says_so(tmp_path, monkeypatch):
     from tests.apptest import open_page
 
     monkeypatch.setattr(store, "FOLDER", tmp_path)
-    at = open_page("pages/4_Is_sharper_better.py", timeout=120)
+    at = open_page("pages/4_Is_sharper_better.py", timeout=120, sh_part="real")
     assert not at.exception
     assert any("No shipped results" in w.value for w in at.warning)
 
@@ -321,7 +325,7 @@ def test_page_shows_the_sentence_models_numbers_from_the_shipped_rows(lang):
     assert ("all-MiniLM-L6-v2" in text) and ("[UNK]" in " ".join(c.value for c in at.caption))
     infos = " ".join(i.value for i in at.info)
     assert count in infos
-    assert len(at.get("vega_lite_chart")) >= 4
+    assert len(at.get("vega_lite_chart")) == 3      # the answer's, the scale variants', the temperature's
     assert at.query_params.get("sh_model") in ("sentence", ["sentence"])
 
 

@@ -8,6 +8,7 @@ the share link of what is on screen.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Callable
 
 import streamlit as st
 
@@ -220,6 +221,16 @@ def view_widget(name: str, widget, *, default, cast=int, valid=lambda value: Tru
     is no longer valid (fewer heads than before, say) falls back to the default."""
     view_state(name, default=default, cast=cast, valid=valid)
     return _keep_in_url(name, widget(key="view_" + name, **kwargs))
+
+
+def part_picker(name: str, parts: tuple[str, ...], *, default: str, label: str,
+                names: Callable[[str], str]) -> str:
+    """Which of a page's parts is open, kept in the URL as ?<name>=<part>: a row of buttons
+    (named by `names`), not st.tabs (a tab bar re-rendered on every commit of a click in the
+    part cost 15 % of it), and the page draws only the open part."""
+    return view_widget(name, st.segmented_control, default=default, cast=str,
+                       valid=parts.__contains__, label=label, label_visibility="collapsed",
+                       options=parts, required=True, format_func=names)
 
 
 def view_state(name: str, *, default, cast=int, valid=lambda value: True):

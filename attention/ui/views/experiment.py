@@ -27,12 +27,14 @@ from attention.charts.size import FIT_PX
 from attention.ui.chart import place, show
 from attention.ui.explain import explanation
 from attention.ui.export import chart_buttons, csv_button
-from attention.ui.state import flag, view_widget
+from attention.ui.state import flag, part_picker, view_widget
 from attention.ui.text import lang, t
 
 SEED_RANGE = (0, 9999)
 SEED_VIEW = "sh_seed"    # URL key: sh_<name> on this page (docs/architecture.md)
 TABLES_VIEW = "sh_tables"   # the measured tables shown (off: a cold link draws no table)
+PART_VIEW = "sh_part"     # the open part: the small trained heads, or the real models
+PARTS = ("toy", "real")
 CACHE_HIT = 0.05         # s: less than this, a run came from the server's memory, not training
 
 
@@ -103,6 +105,18 @@ def _expected(seed: int, todo: list[str], note) -> tuple[dict[str, int], float]:
         seconds += rate * steps[kind]
     estimate.before(note, seconds, probed)
     return steps, seconds
+
+
+def pick_part() -> str:
+    """The page's open part, kept in the URL as ?sh_part= (state.part_picker): the small
+    heads trained here, or the real models' shipped results. Drawn together they were 12
+    charts, and a cold link to the page took 2.05-2.10x a bare page's (README, performance);
+    a link from before the parts that names a real-models setting opens on them."""
+    from attention.ui.views.experiment_real import VIEWS
+
+    real = any(name in st.query_params for name in VIEWS)
+    return part_picker(PART_VIEW, PARTS, default="real" if real else "toy",
+                       label=t("sharper.part"), names=lambda part: t(f"sharper.part_{part}"))
 
 
 def pick_seed() -> int:

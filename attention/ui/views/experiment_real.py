@@ -32,6 +32,7 @@ MODEL_VIEW = "sh_model"
 LAYERS_VIEW = "sh_layers"        # the per-layer charts shown (a cold link draws fewer charts)
 NUMBERS_VIEW = "sh_numbers"      # the summary tables' box open
 HEADS_VIEW = "sh_heads"          # the two per-head charts shown (its sentence always is)
+VIEWS = (MEASURE_VIEW, MODEL_VIEW, LAYERS_VIEW, NUMBERS_VIEW, HEADS_VIEW)   # this part's keys
 
 
 @st.cache_data(max_entries=4, show_spinner=False)

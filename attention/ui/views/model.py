@@ -26,7 +26,7 @@ from attention.ui.views.heatmap import PICKER_PX, controls_row, draw_comparison,
 from attention.ui.explain import explanation
 from attention.ui.export import ChartFiles, chart_buttons, csv_button, download_menu, download_popover
 from attention.ui.views.intervene import draw_interventions
-from attention.ui.state import view_widget
+from attention.ui.state import part_picker as pick_part, view_widget
 from attention.ui.text import lang, message, t
 
 PREFIX = "mh"          # this page's URL keys: mh_<name> (docs/architecture.md, "A view is a spec")
@@ -52,13 +52,11 @@ FORMULAS = {
 
 
 def part_picker(default: str = "heads") -> str:
-    """Which of the page's four parts is open, kept in the URL as ?mh_tab=<id>: buttons, not
-    st.tabs (a tab bar re-rendered on every commit of a layer or head click cost 15 % of it:
-    138 -> 118 ms, both servers in one run), and only the open part is drawn."""
-    return view_widget(PART_VIEW, st.segmented_control, default=default, cast=str,
-                       valid=PARTS.__contains__, label=t("model.part"),
-                       label_visibility="collapsed", options=PARTS, required=True,
-                       format_func=lambda part: t(f"model.tab_{part}"))
+    """Which of the page's four parts is open, kept in the URL as ?mh_tab=<id> (state.
+    part_picker: on this page a tab bar cost a layer or head click 138 -> 118 ms, both
+    servers in one run)."""
+    return pick_part(PART_VIEW, PARTS, default=default, label=t("model.part"),
+                     names=lambda part: t(f"model.tab_{part}"))
 
 
 def draw_heads_part(spec, view: Callable[..., None] = lambda draw, *args: draw(*args)) -> None:
