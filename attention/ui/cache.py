@@ -107,7 +107,7 @@ def figure(key: tuple, build: Callable[[], alt.TopLevelMixin | Panels]) -> Figur
     """The chart build() makes, frozen (charts.vega.frozen; Panels panel by panel), once per
     key on this server: building an altair chart costs tens of ms of each rerun, and a chart
     of stored results is the same for every click that leaves it as it is, and for every
-    visitor (a cold link to "Is sharper better?" built its 12 charts in 0.4 s of altair)."""
+    visitor (each visit to "Is sharper better?" built its charts again: 0.25 s of altair)."""
     from attention.charts.size import Panels
     from attention.charts.vega import frozen
 
