@@ -29,6 +29,7 @@ from attention.ui.explain import explanation
 from attention.ui.export import chart_buttons, csv_button
 from attention.ui.state import flag, part_picker, view_widget
 from attention.ui.text import lang, t
+from attention.ui.views.experiment_real import VIEWS as REAL_VIEWS
 
 SEED_RANGE = (0, 9999)
 SEED_VIEW = "sh_seed"    # URL key: sh_<name> on this page (docs/architecture.md)
@@ -112,9 +113,7 @@ def pick_part() -> str:
     heads trained here, or the real models' shipped results. Drawn together they were 12
     charts, and a cold link to the page took 2.05-2.10x a bare page's (README, performance);
     a link from before the parts that names a real-models setting opens on them."""
-    from attention.ui.views.experiment_real import VIEWS
-
-    real = any(name in st.query_params for name in VIEWS)
+    real = any(name in st.query_params for name in REAL_VIEWS)
     return part_picker(PART_VIEW, PARTS, default="real" if real else "toy",
                        label=t("sharper.part"), names=lambda part: t(f"sharper.part_{part}"))
 

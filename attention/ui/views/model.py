@@ -18,7 +18,7 @@ from attention.charts.canvas import amend, grid_cells_for, matrices_figure, matr
 from attention.errors import UserError
 from attention.measures.heads import GRID_CELLS, HEAD_COLUMNS, SINK_COLUMNS
 from attention.models import BUNDLED
-from attention.ui import cache
+from attention.ui import cache, state
 from attention.ui import model as cached
 from attention.ui.canvas import figure_view, pick
 from attention.ui.chart import place, show
@@ -26,7 +26,7 @@ from attention.ui.views.heatmap import PICKER_PX, controls_row, draw_comparison,
 from attention.ui.explain import explanation
 from attention.ui.export import ChartFiles, chart_buttons, csv_button, download_menu, download_popover
 from attention.ui.views.intervene import draw_interventions
-from attention.ui.state import part_picker as pick_part, view_widget
+from attention.ui.state import view_widget
 from attention.ui.text import lang, message, t
 
 PREFIX = "mh"          # this page's URL keys: mh_<name> (docs/architecture.md, "A view is a spec")
@@ -55,8 +55,8 @@ def part_picker(default: str = "heads") -> str:
     """Which of the page's four parts is open, kept in the URL as ?mh_tab=<id> (state.
     part_picker: on this page a tab bar cost a layer or head click 138 -> 118 ms, both
     servers in one run)."""
-    return pick_part(PART_VIEW, PARTS, default=default, label=t("model.part"),
-                     names=lambda part: t(f"model.tab_{part}"))
+    return state.part_picker(PART_VIEW, PARTS, default=default, label=t("model.part"),
+                             names=lambda part: t(f"model.tab_{part}"))
 
 
 def draw_heads_part(spec, view: Callable[..., None] = lambda draw, *args: draw(*args)) -> None:
