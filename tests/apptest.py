@@ -107,6 +107,18 @@ def figures(at: AppTest) -> list[dict]:
     return out
 
 
+def headings(at: AppTest) -> list[str]:
+    """The page's subheaders and the headings its canvas figures draw above themselves
+    (canvas.figure_view's `heading`): every section title a reader sees."""
+    return [s.value for s in at.subheader] + [f["heading"] for f in figures(at) if f.get("heading")]
+
+
+def captions(at: AppTest) -> list[str]:
+    """The page's captions and the notes its canvas figures draw above themselves
+    (canvas.figure_view's `notes`)."""
+    return [c.value for c in at.caption] + [note for f in figures(at) for note in f.get("notes", ())]
+
+
 def figure_images(figure: dict) -> dict[str, np.ndarray]:
     """A canvas figure's panel images as RGBA arrays, by panel value (scaled, unscaled,
     difference): (rows, cols, 4), one pixel a cell or a block."""

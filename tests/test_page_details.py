@@ -9,7 +9,7 @@ import torch
 from attention.analysis import analyze
 from attention.i18n import translate
 from attention.spec import AttentionSpec
-from tests.apptest import figures, open_part, run_page
+from tests.apptest import captions, figures, open_part, run_page
 
 HEATMAP, SCORES, MODEL = "pages/1_Heatmap.py", "pages/2_Score_analysis.py", "pages/3_Model_heads.py"
 
@@ -50,17 +50,13 @@ def test_zoom_cells_of_a_long_input_print_the_digits_their_weights_need():
     assert len({x for row in numbers for x in row}) > 1            # not one ".00" everywhere
 
 
-def _captions(at) -> list[str]:
-    return [c.value for c in at.caption]
-
-
 def test_the_heatmap_caption_follows_one_or_two_colour_scales():
     same = translate("en", "heatmap.compare_scales_shared")
     own = translate("en", "heatmap.compare_scales_own")
     at = run_page(HEATMAP, AttentionSpec())
-    assert any(same in c for c in _captions(at)) and not any(own in c for c in _captions(at))
+    assert any(same in c for c in captions(at)) and not any(own in c for c in captions(at))
     at = run_page(HEATMAP, AttentionSpec(), hm_shared="False")
-    assert any(own in c for c in _captions(at)) and not any(same in c for c in _captions(at))
+    assert any(own in c for c in captions(at)) and not any(same in c for c in captions(at))
     (figure,) = figures(at)
     assert all(p["legend"] is not None for p in figure["panels"])   # two weight legends indeed
 

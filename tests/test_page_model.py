@@ -13,8 +13,9 @@ from attention.config import BUNDLED
 from attention.models.loading import bundled_path, load_model
 from attention.measures.heads import HEAD_COLUMNS, SINK_COLUMNS
 from attention.spec import AttentionSpec
-from tests.apptest import (chart_frames, chart_places, comparison_cells, figures, grid_cells,
-                           open_page, open_part)
+from attention.i18n import translate
+from tests.apptest import (captions, chart_frames, chart_places, comparison_cells, figures,
+                           grid_cells, headings, open_page, open_part)
 
 TEXT = "the cat sat on the mat ."   # 9 word pieces: the grid is drawn unpooled
 
@@ -47,7 +48,7 @@ def test_no_exception_and_head_from_url(page):
     assert not page.error
     pickers = {s.label: s.value for s in page.selectbox}
     assert pickers["Layer"] == 3 and pickers["Head"] == 7
-    assert any("Layer 3, head 7" in s.value for s in page.subheader)
+    assert any("Layer 3, head 7" in s for s in headings(page))
     assert page.query_params["mh_layer"] == "3" and page.query_params["mh_head"] == "7"
     assert page.text[0].value == "[CLS] the cat sat on the mat . [SEP]"
     # shown as plain text: the main area has no code block, whose 1.5 MB highlighter took
@@ -82,14 +83,16 @@ def test_the_grid_frames_the_picked_head_after_each_pick():
 
 
 def test_the_sinks_toggle_moves_no_figure():
-    """Hiding the sinks adds a note above the grid, in a place there either way
-    (ui.chart.place): every figure of the part keeps its place, so the browser updates them
-    instead of mounting each again."""
+    """Hiding the sinks adds a note above the grid, drawn by the grid figure itself: every
+    figure of the part keeps its place, so the browser updates them instead of mounting
+    each again."""
     at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained"))
-    places, captions = chart_places(at), len(at.caption)
+    places, notes = chart_places(at), captions(at)
     assert len(places) >= 4                         # grid, comparison, rollout, value panels
     at.toggle(key="in_hide_sinks").set_value(True).run()
-    assert not at.exception and len(at.caption) == captions + 1
+    hidden = translate("en", "model.grid_hidden")
+    assert not at.exception and hidden not in notes
+    assert sorted(captions(at)) == sorted([*notes, hidden])
     assert chart_places(at) == places
 
 
@@ -106,8 +109,6 @@ def test_one_bar_holds_the_pickers_options_and_every_chart_download(own_weights)
     """Under the grid, one bar: layer and head pickers, an Options menu (the comparison's
     colour scale) and one Download menu with the comparison's, the rollout's and the norms'
     files, each under its heading, for the picked layer and head; both menus drawn closed."""
-    from attention.i18n import translate
-
     at = open_model_page(AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained"),
                          mh_layer="3", mh_head="7")
     menus = {p.proto.popover.label: p for p in at.main.get("popover")}
@@ -202,7 +203,7 @@ def own_value_norms():
 def test_rollout_and_value_weighted_views(page, own_weights, own_value_norms):
     """The value norms' bars are the head's own ||f(x_j)||, shaded by the mean weight its
     queries give each key (both from transformers, not from the page's code)."""
-    titles = [s.value for s in page.subheader]
+    titles = headings(page)
     assert any("rollout" in s.lower() for s in titles)
     assert any("Kobayashi" in s for s in titles)
     bars = [f for f in figures(page) if f["kind"] == "bars"]
@@ -272,7 +273,7 @@ def test_one_owner_for_the_layer_the_mask_and_the_temperature():
     assert any("intervention (τ)" in c for c in captions)
     assert not at.info                            # no second notice about the same settings
     assert at.selectbox(key="view_mh_layer").value == 4
-    assert any("Layer 4, head 0" in s.value for s in at.subheader)
+    assert any("Layer 4, head 0" in s for s in headings(at))
     far = open_model_page(AttentionSpec(tokens=tuple(TEXT.split()), source="pretrained"),
                           mh_layer="9")
     assert far.selectbox(key="view_mh_layer").value == 5
@@ -294,7 +295,7 @@ def test_a_link_with_the_old_names_opens_the_same_view_under_the_new_ones():
     assert not at.exception and not at.error
     pickers = {s.label: s.value for s in at.selectbox}
     assert pickers["Layer"] == 2 and pickers["Head"] == 3
-    assert any("Layer 2, head 3" in s.value for s in at.subheader)
+    assert any("Layer 2, head 3" in s for s in headings(at))
     table = open_model_page(spec, mstat="max_weight", mh_tab="table")
     assert table.selectbox(key="view_mh_stat").value == "max_weight"
     query = dict(at.query_params)
@@ -433,8 +434,6 @@ def test_example_files_are_drawn_only_while_their_box_is_open():
 def test_unknown_pieces_are_counted_only_when_there_are_some():
     """A word MiniLM cannot spell gets the note with the tokenizer's own count (counted here
     from its ids); a text it spells whole gets none ("0 of the 9 pieces..." is noise)."""
-    from attention.i18n import translate
-
     tokenizer = load_model(BUNDLED).tokenizer
     odd = "the cat ☃ sat"
     ids = tokenizer(odd)["input_ids"]

@@ -18,7 +18,7 @@ from attention.measures import heads as headstats
 
 from attention.models import outcomes
 from attention.spec import AttentionSpec
-from tests.apptest import TIP, comparison_cells, grid_cells, open_page, open_part
+from tests.apptest import TIP, captions, comparison_cells, grid_cells, headings, open_page, open_part
 from tests.tiny_models import build
 
 pytestmark = pytest.mark.slow     # pages on tiny models of four architectures: left out of make test-fast
@@ -98,8 +98,8 @@ def test_model_typed_in_the_sidebar_shows_its_own_weights(tiny):
     own = torch.stack(eager_out(model, loaded).attentions)[:, 0]       # (2, 4, n, n)
     n = own.shape[-1]
     assert at.text[0].value == " ".join(loaded.run(TEXT).tokens)
-    assert any(s.value == "All 8 heads" for s in at.subheader)
-    assert any("causal" in c.value for c in at.caption)
+    assert "All 8 heads" in headings(at)
+    assert any("causal" in c for c in captions(at))
     grid = grid_cells(at)[0]
     assert len(grid) == 2 * 4 * n * n
     cell = grid.set_index(["layer", "head", "qb", "kb"])["weight"]

@@ -72,7 +72,10 @@ def test_quick_start_says_plain_streamlit_refuses_folders_and_how_to_allow_them(
 
 
 def _texts(at) -> list[str]:
-    """Every markdown, caption and notice of the main area, in page order."""
+    """Every markdown, caption and notice of the main area, in page order, with the headings
+    and notes the canvas figures draw above themselves (canvas.figure_view)."""
+    from attention.charts.canvas import MAGIC, unpack
+
     out = []
 
     def walk(node):
@@ -80,6 +83,10 @@ def _texts(at) -> list[str]:
         body = getattr(proto, "body", None)
         if isinstance(body, str) and body:
             out.append(body)
+        data = getattr(proto, "bytes", b"")
+        if isinstance(data, bytes) and data[:4] == MAGIC:
+            figure = unpack(data)
+            out.extend(text for text in (figure.get("heading"), *figure.get("notes", ())) if text)
         for child in getattr(node, "children", {}).values():
             walk(child)
     walk(at.main)

@@ -5,7 +5,8 @@
 // in one image, a click picking a head. Axis labels, titles, legends and tooltips are DOM
 // text set through textContent only (a token is never markup). A figure with the same
 // `layout` as the last one keeps every element: only the canvases are repainted (and, for
-// cells, the labels rewritten when they changed).
+// cells, the labels rewritten when they changed). A figure may carry a heading and notes,
+// drawn above it as a subheader and captions would be (`header`).
 // While images decode, the root carries data-pending (tests and benches wait on it); after,
 // data-drawn.
 
@@ -70,30 +71,43 @@ function decoded(image) {
 
 function fontSize(step) { return Math.max(7, Math.min(12, step * 0.6)); }
 
+const LABEL_PX = 90;             // a token label's longest side; a longer one ends in "…"
+let measurer = null;             // a 2D context that measures labels
+
+// Whether a token label is longer than LABEL_PX at `size` px. Only such a label gets a clip
+// (class ae-long): a clip or a transform on every label made each frame's compositing of a
+// Model heads click about 2.5x slower (a paint chunk a label).
+function tooLong(text, size) {
+  measurer = measurer || document.createElement("canvas").getContext("2d");
+  measurer.font = `${size}px ${pageFont}`;
+  return measurer.measureText(text).width > LABEL_PX;
+}
+
 // Labels along one side of a panel: token labels centred on their cells (every k-th when
 // they would overlap), or position ticks over 0..n (the end ones inside the panel). All sit
-// in one grid cell, so the box is as wide (or tall) as its longest label.
+// in one grid cell, so the box is as wide (or tall) as its longest label. A token label is
+// placed by its margin alone (its box is one line, `size` px across the axis); a tick, whose
+// length varies, is shifted by a transform (a few a panel).
 function axisLabels(axis, count, n, side, vertical) {
   const box = el("div", vertical ? "ae-ylabels" : "ae-xlabels");
   box.style[vertical ? "height" : "width"] = `${side}px`;   // labels past an end overflow
-  const place = (label, at, shift) => {
-    label.style[vertical ? "marginTop" : "marginLeft"] = `${at}px`;
-    label.style.setProperty("--shift", shift);
-    box.appendChild(label);
-  };
+  const margin = vertical ? "marginTop" : "marginLeft";
   if (axis.labels) {
     const step = side / count, size = fontSize(step);
     const stride = Math.max(1, Math.ceil((size * 1.15) / step));
     axis.labels.forEach((text, i) => {
       if (i % stride) return;
-      const label = el("span", "ae-label", text);
+      const label = el("span", tooLong(text, size) ? "ae-label ae-long" : "ae-label", text);
       label.style.fontSize = `${size}px`;
-      place(label, (i + 0.5) * step, "-50%");
+      label.style[margin] = `${(i + 0.5) * step - size / 2}px`;
+      box.appendChild(label);
     });
   } else {
     axis.ticks.forEach((value) => {      // one near the end ends there (panels side by side)
-      place(el("span", "ae-label ae-tick", String(value)), (value / n) * side,
-            value === 0 ? "0%" : value / n > 0.95 ? "-100%" : "-50%");
+      const label = el("span", "ae-label ae-tick", String(value));
+      label.style[margin] = `${(value / n) * side}px`;
+      label.style.setProperty("--shift", value === 0 ? "0%" : value / n > 0.95 ? "-100%" : "-50%");
+      box.appendChild(label);
     });
   }
   return box;
@@ -286,7 +300,6 @@ function paint(state, panel, image, index) {
   ctx.drawImage(image, 0, 0, data.panel, data.panel);
   const sx = data.panel / data.cols, sy = data.panel / data.rows;
   if (panel.numbers) {
-    pageFont = pageFont || getComputedStyle(state.root).fontFamily;   // one style read a page
     // ".37" fits a cell at 0.55 of its width; a longer label (".0049") gets a smaller font
     const longest = Math.max(3, ...panel.numbers.map((row) => Math.max(0, ...row.map((t) => t.length))));
     ctx.font = `${Math.min(10, sx * 0.55, (sx * 1.65) / longest)}px ${pageFont}`;
@@ -327,6 +340,7 @@ function observeRowWidth(state) {
       buildRow(state, state.data);
       paintRow(state);
       scrollHint(state, state.data.scroll_hint, true);   // the rebuild emptied the figure
+      header(state, state.data);
     }
   });
   state.observer.observe(state.root.parentElement);
@@ -560,6 +574,28 @@ function scrollHint(state, text, rebuilt) {
   }
 }
 
+// The figure's heading and notes (figure_view's `heading`, `notes`), above everything else:
+// drawn here, not as Streamlit elements, they cost a click nothing when unchanged (a subheader
+// and a caption are re-rendered by React on every commit of every rerun of their section).
+function header(state, data) {
+  const { root } = state, notes = data.notes || [];
+  if (!data.heading && !notes.length) {
+    if (state.head) state.head.remove();
+    state.head = null;
+    return;
+  }
+  const text = JSON.stringify([data.heading || "", notes]);
+  if (!state.head || state.headText !== text) {
+    const head = el("div", "ae-head");
+    if (data.heading) head.appendChild(el("h3", "ae-heading", data.heading));
+    for (const note of notes) head.appendChild(el("p", "ae-note", note));
+    if (state.head) state.head.replaceWith(head);
+    state.head = head;
+    state.headText = text;
+  }
+  if (root.firstChild !== state.head) root.prepend(state.head);   // a rebuild emptied the root
+}
+
 function markOverflow(state) {
   const { root } = state;
   root.classList.toggle("ae-overflows", root.scrollWidth > root.clientWidth + 1);
@@ -572,6 +608,7 @@ export default function (component) {
   if (!state) {
     const root = el("div", "ae-heatmap");
     parentElement.appendChild(root);
+    pageFont = pageFont || getComputedStyle(root).fontFamily;   // one style read a page
     state = { root, layout: null, version: 0 };
     roots.set(parentElement, state);
   }
@@ -591,6 +628,7 @@ export default function (component) {
   }
   state.labelsKey = data.labels_key;
   scrollHint(state, data.scroll_hint, rebuilt);
+  header(state, data);
   if (data.kind === "row" || data.kind === "bars") {         // no images: drawn at once
     (data.kind === "row" ? paintRow : paintBars)(state);
     state.root.dataset.drawn = String(version);

@@ -9,16 +9,17 @@ one, read once at import.
     figure_view(overview_figure(...), key="hm_overview", brush=zoom_to)
     figure_view(grid_figure(...), key="model_grid", pick=open_head)
     figure_view(cells_figure(..., sizes=...), key="hm_cells", size=resize)
+    figure_view(matrix_figure(...), key="mh_rollout", heading="Rollout", notes=["How ..."])
 """
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import streamlit as st
 
-from attention.charts.canvas import pack
+from attention.charts.canvas import amend, pack
 
 HERE = Path(__file__).parent
 _component = st.components.v2.component(
@@ -27,12 +28,20 @@ _component = st.components.v2.component(
 
 
 def figure_view(figure: dict | bytes, *, key: str, width: str = "content",
+                heading: str | None = None, notes: Sequence[str] = (),
                 **events: Callable[[], None]) -> None:
     """Draw `figure` (or a figure already packed); width "stretch" for a figure as wide as
-    the column (a row). events: brush=callback (a box dragged on an overview: `brush(key)`),
+    the column (a row). `heading` and `notes` are drawn by the figure above it, as a
+    subheader and captions would be (plain text): a section re-sent on every click then
+    re-renders one element, not three (Model heads' head click: docs/performance.md).
+    events: brush=callback (a box dragged on an overview: `brush(key)`),
     pick=callback (a head clicked on the grid: `pick(key, layers, heads)`) or size=callback
     (a zoom size button: `size(key, allowed)`), called before the rerun."""
-    data = figure if isinstance(figure, bytes) else pack(figure)
+    text = {"heading": heading, "notes": list(notes)} if heading or notes else {}
+    if isinstance(figure, bytes):
+        data = amend(figure, **text) if text else figure
+    else:
+        data = pack({**figure, **text})
     _component(data=data, key=key, width=width,
                **{f"on_{event}_change": callback for event, callback in events.items()})
 

@@ -6,8 +6,8 @@ page, never share state. Changing the zoom recomputes only the window's query ro
 cached Analysis's q and k (O(window n d)); an overview is pooled once per head and pooling
 and kept as images in the server's store, keyed by the Analysis's content digest.
 
-    head = head_picker(analysis, key_prefix="hm")
-    draw_comparison(analysis, head, key_prefix="hm")   # scaled | unscaled | difference
+    head, options = head_picker(analysis, key_prefix="hm"), options_menu("hm")
+    draw_comparison(analysis, head, key_prefix="hm", options=options)   # scaled | unscaled | diff
     draw_heads_grid(analysis, head, key_prefix="hm")   # every head, `head` marked
     draw_row_follow(analysis, head, key_prefix="hm")
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from functools import partial
+from typing import Sequence
 
 import streamlit as st
 
@@ -126,33 +127,29 @@ def draw_heatmap(analysis: Analysis, key_prefix: str = "hm") -> None:
 
 # ---- scaled | unscaled | difference ---------------------------------------------------------
 
-def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm", menu=None,
-                    options=None) -> None:
+def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm", menu=None, *,
+                    options, heading: str | None = None, notes: Sequence[str] = ()) -> None:
     """Scaled and unscaled attention of one head with one colour scale, and their difference.
 
     Up to DETAIL_MAX tokens every cell is drawn; beyond, an overview image per panel (one
     pixel per cell up to OVERVIEW_BLOCKS tokens, pooled blocks past that) plus a zoom window
-    drawn cell by cell, with labels and tooltips. Its settings go in `options` (an
-    options_menu above) and its files in `menu` (a download_popover), or in menus of its own
-    above and under the charts."""
+    drawn cell by cell, with labels and tooltips. Its settings go in `options` (the section
+    bar's options_menu) and its files in `menu` (a download_popover), or in a menu of its
+    own under the charts. The first figure draws `heading`, `notes` and the caption of its
+    panels (canvas.figure_view), a zoom window its own heading: a click sends no Streamlit
+    text element again."""
     n = analysis.n
     blocks = blocks_for(n, OVERVIEW_BLOCKS) if n > DETAIL_MAX else None
-    if options is None:                     # no section bar above: a menu of its own
-        with controls_row("center"):
-            slot = st.empty()
-            options = options_menu(key_prefix)
-    else:
-        slot = st.empty()
     shared = menu_setting(options, f"{key_prefix}_shared", st.toggle, default=True, cast=flag,
                           label=t("heatmap.shared"), help=t("heatmap.shared_help"))
     # which panel is which and whether they share a colour scale; how to hover (the long
     # view's notice says what hovering shows there)
     caption = t("heatmap.compare_scales_shared" if shared else "heatmap.compare_scales_own")
-    slot.caption(caption if blocks is not None else f"{caption} {t('heatmap.compare_caption')}",
-                 width="stretch")
+    caption = caption if blocks is not None else f"{caption} {t('heatmap.compare_caption')}"
+    text = {"heading": heading, "notes": [*notes, caption]}
     how = _pool_picker(key_prefix, blocks, options)
     if blocks is None:
-        cells = _draw_cells(analysis, head, range(n), range(n), key_prefix, shared)
+        cells = _draw_cells(analysis, head, range(n), range(n), key_prefix, shared, **text)
         download_menu([replace(cells, heading=t("heatmap.download_comparison"))],
                       key=f"{key_prefix}_dl_cells", menu=menu)
         return
@@ -163,10 +160,11 @@ def draw_comparison(analysis: Analysis, head: int, key_prefix: str = "hm", menu=
     axes = charts.block_axes(blocks, how)
     chart_key = f"{key_prefix}_overview"
     figure_view(overview_figure(images, axes, lang(), box=box, shared=shared), key=chart_key,
-                brush=partial(_zoom_to_brush, chart_key, key_prefix, n))
-    st.subheader(t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1,
-                   k0=keys.start, k1=keys.stop - 1))
-    cells = _draw_cells(analysis, head, queries, keys, key_prefix, shared, resizable=True)
+                brush=partial(_zoom_to_brush, chart_key, key_prefix, n), **text)
+    zoom = t("heatmap.zoom_title", q0=queries.start, q1=queries.stop - 1, k0=keys.start,
+             k1=keys.stop - 1)
+    cells = _draw_cells(analysis, head, queries, keys, key_prefix, shared, resizable=True,
+                        heading=zoom)
     overview = ChartFiles(
         lambda: charts.overview_chart(images, axes, lang(), box=box, shared=shared),
         f"{key_prefix}_overview_head{head}_{how}",
@@ -187,11 +185,11 @@ def prefetch_overviews(analysis: Analysis, head: int, how: str, shared: bool) ->
 
 
 def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
-                key_prefix: str, shared: bool, resizable: bool = False) -> ChartFiles:
+                key_prefix: str, shared: bool, resizable: bool = False, **text) -> ChartFiles:
     """Every cell of a window of one head, on the canvas (a zoom window: `resizable`, with
     its size buttons above the panels, drawn by the figure itself: a view change into the
-    comparison mounts no widget for them); returns its files for a Download menu (PNG/SVG
-    drawn by Vega, and the CSV, made on a click)."""
+    comparison mounts no widget for them), under `text` (figure_view's heading, notes);
+    returns its files for a Download menu (PNG/SVG drawn by Vega, the CSV made on a click)."""
     axes = charts.cell_axes(analysis.tokens, queries, keys)
     chart_key = f"{key_prefix}_cells"
     sizes = ({"label": t("heatmap.window"), "help": t("heatmap.window_help"),
@@ -200,7 +198,7 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
     figure = cells_figure(frames.window(analysis, head, queries, keys), axes, lang(),
                           shared=shared, sizes=sizes)
     events = {"size": partial(_zoom_to_size, chart_key, key_prefix)} if resizable else {}
-    figure_view(figure, key=chart_key, **events)
+    figure_view(figure, key=chart_key, **text, **events)
     name = (f"{key_prefix}_attention_head{head}_q{queries.start}-{queries.stop - 1}"
             f"_k{keys.start}-{keys.stop - 1}")
     table = lambda: frames.cells(analysis, heads=[head], queries=queries, keys=keys)  # noqa: E731
@@ -312,11 +310,11 @@ def draw_heads_grid(analysis: Analysis, head: int | None = None, key_prefix: str
         show(chart)
     else:
         _pooled_notice(n, blocks, how, "hint_grid")
-        st.caption(t("heatmap.grid_caption", heads=heads))
         image = _images(analysis, tuple(range(heads)), GRID_BLOCKS, how, values=(value,))[value]
         axes = charts.block_axes(blocks, how)
         figure_view(heads_figure(image, axes, value, lang(), current=head),
-                    key=f"{key_prefix}_grid_images")
+                    key=f"{key_prefix}_grid_images",
+                    notes=[t("heatmap.grid_caption", heads=heads)])
         chart = partial(heads_grid.heads_grid_image_chart, image, axes, value, lang(), columns,
                         current=head)
     download_menu([ChartFiles(chart, f"{key_prefix}_all_heads_{value}")],

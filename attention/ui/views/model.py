@@ -21,7 +21,7 @@ from attention.models import BUNDLED
 from attention.ui import cache, state
 from attention.ui import model as cached
 from attention.ui.canvas import figure_view, pick
-from attention.ui.chart import place, show
+from attention.ui.chart import show
 from attention.ui.views.heatmap import PICKER_PX, controls_row, draw_comparison, options_menu
 from attention.ui.explain import explanation
 from attention.ui.export import ChartFiles, chart_buttons, csv_button, download_menu, download_popover
@@ -135,12 +135,13 @@ def draw_heads(spec, source: str) -> None:
     with grid_slot:
         draw_grid(report, cached.grid(source, spec.model_text, spec.hide_sinks), (layer, head),
                   hidden=spec.hide_sinks)
-    st.subheader(t("model.compare_title", layer=layer, head=head))
-    st.caption(t("model.compare_help", d_head=loaded.d_head, root=loaded.d_head ** 0.5))
     # the model's own settings: its mask, temperature 1
     analysis = cache.analysis(replace(spec, source="pretrained", model=spec.model if real
                                       else "", layer=layer, causal=False, temperature=1.0))
-    draw_comparison(analysis, head, key_prefix=PREFIX, menu=menu, options=options)
+    draw_comparison(analysis, head, key_prefix=PREFIX, menu=menu, options=options,
+                    heading=t("model.compare_title", layer=layer, head=head),
+                    notes=[t("model.compare_help", d_head=loaded.d_head,
+                             root=loaded.d_head ** 0.5)])
     draw_rollout(report, layer, menu)
     if report.has_values:
         draw_value_weighted(source, spec.model_text, report.tokens, layer, head, menu)
@@ -172,14 +173,11 @@ def draw_grid(report, figure: bytes, current: tuple[int, int], hidden: bool = Fa
     """Every head, pooled, on the canvas (`figure`: model.grid, packed once per text); the
     current head framed; a click on one picks it."""
     layers, heads, n, _ = report.shown.shape
-    st.subheader(t("model.grid_title", count=layers * heads))
-    st.caption(t("model.grid_help", cells=grid_cells_for(layers, GRID_CELLS)))
-    if report.is_causal:
-        st.caption(t("model.grid_causal"))
-    with place():                   # the sidebar's sinks toggle: every figure below stays put
-        if hidden:
-            st.caption(t("model.grid_hidden"))
+    notes = [t("model.grid_help", cells=grid_cells_for(layers, GRID_CELLS)),
+             *([t("model.grid_causal")] if report.is_causal else []),
+             *([t("model.grid_hidden")] if hidden else [])]
     figure_view(amend(figure, current=list(current)), key=GRID_KEY,
+                heading=t("model.grid_title", count=layers * heads), notes=notes,
                 pick=partial(_apply_grid_click, layers, heads))
 
 
@@ -249,13 +247,11 @@ def draw_table(report) -> None:
 def draw_rollout(report, layer: int, menu=None) -> None:
     """The layer's attention rollout; its files in `menu` (the section's Download menu) or
     in one of its own."""
-    st.subheader(t("model.rollout_title", layer=layer))
-    st.caption(t("model.rollout_help"))
-    if report.is_causal:
-        st.caption(t("model.rollout_causal"))
     rollout, tokens, title = report.rollout[layer], report.tokens, t("model.rollout")
+    notes = [t("model.rollout_help"), *([t("model.rollout_causal")] if report.is_causal else [])]
     figure_view(matrix_figure(rollout, tokens, lang(), title=title, scheme="purples",
-                              size=_matrix_px(len(tokens), 720)), key=f"{PREFIX}_rollout")
+                              size=_matrix_px(len(tokens), 720)), key=f"{PREFIX}_rollout",
+                heading=t("model.rollout_title", layer=layer), notes=notes)
     frame = lambda: charts.matrix_frame(rollout, tokens)                     # noqa: E731
     files = ChartFiles(lambda: charts.matrix_chart(frame(), tokens, lang(), value_title=title,
                                                    scheme="purples"),
@@ -272,13 +268,12 @@ def draw_value_weighted(source: str, text: str, tokens: tuple[str, ...], layer: 
                         head: int, menu=None) -> None:
     """Raw weights beside ||alpha_ij f(x_j)|| (one figure, two panels: a cell's tooltip gives
     both), and ||f(x_j)|| per key; its files in `menu` or in one of its own."""
-    st.subheader(t("model.value_title", layer=layer, head=head))
-    st.caption(t("model.value_help"))
     alpha, norms, f_norm = cached.value_weighted(source, text, layer, head)
     panels = [("weight", alpha, t("model.value_raw"), t("model.weight"), "blues"),
               ("norm", norms, t("model.value_norm"), t("model.norm"), "oranges")]
     figure_view(matrices_figure(panels, tokens, lang(), size=_matrix_px(len(tokens), 340)),
-                key=f"{PREFIX}_value")
+                key=f"{PREFIX}_value", heading=t("model.value_title", layer=layer, head=head),
+                notes=[t("model.value_help")])
     frame = charts.norm_frame(f_norm, alpha.mean(dim=0), tokens)
     figure_view(charts.norm_figure(frame, lang()), key=f"{PREFIX}_norms")
     files = ChartFiles(lambda: charts.norm_chart(frame, tokens, lang()),
