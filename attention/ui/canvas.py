@@ -33,7 +33,7 @@ def figure_view(figure: dict | bytes, *, key: str, width: str = "content",
     """Draw `figure` (or a figure already packed); width "stretch" for a figure as wide as
     the column (a row). `heading` and `notes` are drawn by the figure above it, as a
     subheader and captions would be (plain text): a section re-sent on every click then
-    re-renders one element, not three (Model heads' head click: docs/performance.md).
+    re-renders one element, not three (docs/decisions.md, "The canvas heatmap").
     events: brush=callback (a box dragged on an overview: `brush(key)`),
     pick=callback (a head clicked on the grid: `pick(key, layers, heads)`) or size=callback
     (a zoom size button: `size(key, allowed)`), called before the rerun."""
