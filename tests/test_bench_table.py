@@ -2,6 +2,8 @@
 and run_line) and writes the table between the markers of a doc, leaving the rest alone."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bench.table import BEGIN, END, markdown, parse, write
@@ -64,3 +66,15 @@ def test_a_name_over_several_lines_is_one_row(capsys):
 def test_an_output_without_a_table_is_refused():
     with pytest.raises(ValueError):
         parse("nothing here\n")
+
+
+def test_the_performance_doc_is_how_each_benchmark_measures_and_one_table():
+    """docs/performance.md stays a reference (at most 250 lines, one table between the
+    markers, no dated diary entries); history lives in git."""
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    assert text.count(BEGIN) == text.count(END) == 1
+    outside = text.replace(text[text.index(BEGIN):text.index(END)], "")
+    assert not re.search(r"\(20\d\d-\d\d-\d\d\)", outside)     # "Score analysis (2026-12-06):"

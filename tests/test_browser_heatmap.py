@@ -375,6 +375,8 @@ def test_all_heads_frames_the_picked_head_and_a_view_change_keeps_the_bars_widge
     expect(page.locator(f"{FIGURES} .ae-panel")).to_have_count(3)
     wait_for_app(page)
     assert all(node.evaluate("(el) => el.__kept") is True for node in kept)
+    first = page.locator(f"{FIGURES} .ae-panel canvas").first
+    first.evaluate("(el) => { el.__kept = true; }")
     picker.click()
     page.get_by_role("option", name="Head 2", exact=True).click()
     expect(framed).to_have_text("Head 2 (picked)", timeout=UI_TIMEOUT)
@@ -382,6 +384,16 @@ def test_all_heads_frames_the_picked_head_and_a_view_change_keeps_the_bars_widge
     frame = page.locator(f"{FIGURES} .ae-current .ae-plot").evaluate(
         "(el) => getComputedStyle(el).outlineStyle")
     assert frame == "solid"
+    assert first.evaluate("(el) => el.__kept") is True       # another head: the same elements
+    # The value every head shows: the figure's own buttons, kept in the URL.
+    shown = page.locator(FIGURES).get_by_role("radiogroup", name="Show")
+    expect(shown.get_by_role("radio", name=re.compile("^Scaled"))) \
+        .to_have_attribute("aria-checked", "true")
+    shown.get_by_role("radio", name=re.compile("^Difference")).click()
+    page.wait_for_url(lambda url: "hm_grid=difference" in url, timeout=UI_TIMEOUT)
+    expect(page.locator(f"{FIGURES} .ae-legend-title")).to_have_text(
+        re.compile("scaled . unscaled", re.I), timeout=UI_TIMEOUT)
+    expect(framed).to_have_text("Head 2 (picked)")
     main.get_by_role("radio", name="Scaled vs unscaled", exact=True).click()
     expect(page.locator(f"{FIGURES} .ae-current")).to_have_count(0, timeout=UI_TIMEOUT)
     wait_for_app(page)

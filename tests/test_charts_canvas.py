@@ -21,7 +21,7 @@ from attention.analysis.pooled import pooled_matrices
 from attention.measures.pooling import blocks_for
 from attention.spec import AttentionSpec
 from attention.measures.heads import grid_frame, grid_image, grid_labels
-from attention.ui.canvas import parse_brush, parse_pick, parse_size
+from attention.ui.canvas import parse_brush, parse_choice, parse_pick
 from tests.apptest import TIP, figure_cells, figure_images
 
 CAT = AttentionSpec(tokens=("the", "cat", "sat", "on", "the", "mat"), heads=2, d_k=8,
@@ -320,4 +320,12 @@ def test_an_amended_packed_figure_is_the_figure_with_the_fields_added():
                                          ({"size": 24}, None), (-16, None)])
 def test_a_clicked_size_is_kept_only_when_it_is_one_of_the_windows(value, kept):
     """Any client can send anything as the size event: only one of the offered sizes counts."""
-    assert parse_size(value, (16, 24, 32, 48, 64)) == kept
+    assert parse_choice(value, (16, 24, 32, 48, 64)) == kept
+
+
+@pytest.mark.parametrize("value, kept", [("weight", "weight"), ("difference", "difference"),
+                                         ("Weight", None), (1, None), (["weight"], None),
+                                         ("<script>", None), (None, None)])
+def test_a_clicked_value_is_kept_only_when_it_is_one_offered(value, kept):
+    """The all-heads grid's value buttons: only a value the figure offered counts."""
+    assert parse_choice(value, ("weight", "unscaled_weight", "difference")) == kept

@@ -235,7 +235,9 @@ def test_2048_tokens_draw_an_overview_image_with_a_notice_and_a_zoom_window():
     assert figure["y"]["labels"] == list(spec.tokens[1000:1016])
     assert figure["x"]["labels"] == list(spec.tokens[990:1006])
     # Its size buttons are the figure's own, the current size marked (a click: the browser test)
-    assert figure["sizes"]["options"] == [16, 24, 32, 48, 64] and figure["sizes"]["current"] == 16
+    sizes = figure["choices"]
+    assert sizes["event"] == "size" and sizes["current"] == 16
+    assert sizes["options"] == [[w, str(w)] for w in (16, 24, 32, 48, 64)]
     alpha = figure_images(figure)["weight"][..., 3]                     # (16, 16)
     allowed = np.array([[990 + j <= 1000 + i for j in range(16)] for i in range(16)])
     assert ((alpha == 255) == allowed).all()
@@ -259,6 +261,16 @@ def test_all_heads_grid_of_a_long_input_is_one_image_per_head_on_one_scale():
         f"Head {h}" + (" (picked)" if h == 2 else "") for h in range(6)]
     assert [p["current"] for p in grid["panels"]] == [h == 2 for h in range(6)]
     assert [p["legend"] is not None for p in grid["panels"]] == [False] * 5 + [True]
+    # its value buttons are the figure's own (no Streamlit widget), the link's value checked
+    assert not at.get("segmented_control") or all(c.key != "view_hm_grid"
+                                                  for c in at.get("segmented_control"))
+    words = [translate("en", f"heatmap.panel_{v}") for v in ("weight", "unscaled_weight",
+                                                           "difference")]
+    assert words[1] == "Unscaled: softmax(QKᵀ)" and grid["choices"] == {
+        "event": "value", "label": translate("en", "heatmap.grid_value"), "help": "",
+        "current": "unscaled_weight",
+        "options": [list(pair) for pair in zip(("weight", "unscaled_weight", "difference"),
+                                               words)]}
     a = analyze(spec)
     u, w = a.unscaled.weights, a.scaled.weights                           # (6, 600, 600)
     top = max(float(u.max()), float(w.max()))                             # one scale, all heads

@@ -104,15 +104,23 @@ def _layout_key(parts: dict) -> str:
     return hashlib.sha1(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def choices(event: str, label: str, options: Sequence[tuple[int | str, str]], current: int | str,
+            help: str = "") -> dict:
+    """Radio buttons above a figure's panels (cells_figure's, heads_figure's `choices`):
+    `options` as (value, text), `current` checked; a click on another sends `event` with its
+    value (attention/ui/canvas.py `choice`), so the rerun draws that one. Drawn by the figure,
+    not as a Streamlit widget: a click elsewhere re-sends no widget for them."""
+    return {"event": event, "label": label, "help": help,
+            "options": [[value, text] for value, text in options], "current": current}
+
+
 def cells_figure(tips: Mapping[str, np.ndarray], axes: CellAxes, lang: str = "en", *,
-                 shared: bool = True, sizes: dict | None = None,
+                 shared: bool = True, choices: dict | None = None,
                  words: Mapping[str, str] | None = None) -> dict:
     """Scaled | unscaled | difference of one head, cell by cell (tips: frames.window of that
     head over `axes`, each TIP_DIGITS column a (queries, keys) matrix, NaN where masked): one
     pixel a cell, the tokens on the axes, the weights printed in the cells up to NUMBERS_MAX
-    a side, every number of a cell in its tooltip. sizes: a zoom window's size buttons above
-    the panels, {"label": str, "help": str, "options": [int, ...], "current": int}; a click
-    on one is sent back as the event "size" (its number).
+    a side, every number of a cell in its tooltip; `choices` (a zoom window's sizes) above.
     Another pair of weights on one scale and their difference (an intervention's before and
     after) is drawn the same way: its three matrices under VALUES' names in `tips` (the
     columns it lacks are left out of the tooltip), its texts in `words` by the heatmap's keys
@@ -138,7 +146,7 @@ def cells_figure(tips: Mapping[str, np.ndarray], axes: CellAxes, lang: str = "en
            "q0": axes.queries.start, "k0": axes.keys.start,
            "digits": digits,
            "values": {name: _json_values(tips[name], places) for name, places in digits.items()}}
-    return _cells(axes, lang, panels, tip, PANEL, sizes)
+    return _cells(axes, lang, panels, tip, PANEL, choices)
 
 
 def overview_figure(images: dict[str, dict], axes: BlockAxes, lang: str = "en", *,
@@ -156,28 +164,33 @@ def overview_figure(images: dict[str, dict], axes: BlockAxes, lang: str = "en", 
 
 
 def heads_figure(image: dict, axes: BlockAxes, value: str, lang: str = "en", *,
-                 size: int = GRID_PANEL, current: int | None = None) -> dict:
+                 size: int = GRID_PANEL, current: int | None = None,
+                 choices: dict | None = None) -> dict:
     """Every head's pooled `value` side by side, `size` px each (image: charts.heatmap.
     pooled_images(...)[value], one colour domain over all heads), the legend under the last
-    head, the `current` head framed and its title marked; positions 0..n on the axes, a
-    block's span in its tooltip."""
+    head, the `current` head framed and its title marked (in the panels, not the layout:
+    another head keeps every element); positions 0..n on the axes, a block's span in its
+    tooltip; `choices` (which value) above."""
     heads = len(image["urls"])
     key = legend(image["scheme"], image["domain"], _t(lang, f"legend_{value}"))
     panels = [{"title": head_title(lang, h, current), "image": url, "current": h == current,
                "legend": key if h == heads - 1 else None} for h, url in enumerate(image["urls"])]
-    return {**_blocks(panels, axes, lang, size), "box": None, "brush": False}
+    return {**_blocks(panels, axes, lang, size, [head_title(lang, h) for h in range(heads)],
+                      choices), "box": None, "brush": False}
 
 
-def _blocks(panels: list[dict], axes: BlockAxes, lang: str, size: int) -> dict:
-    """A figure of pooled panels over positions 0..n on both axes (kind "blocks")."""
+def _blocks(panels: list[dict], axes: BlockAxes, lang: str, size: int,
+            titles: Sequence[str] | None = None, choices: dict | None = None) -> dict:
+    """A figure of pooled panels over positions 0..n on both axes (kind "blocks"); `titles`
+    the layout's, where a panel's own title changes without a new layout."""
     ticks = [int(t) for t in nice_ticks(0, axes.n, 8)]
     axis = {"x": {"title": _t(lang, "axis_key_position"), "ticks": ticks},
             "y": {"title": _t(lang, "axis_query_position"), "ticks": ticks}}
     tip = {"titles": {"query_pos": _t(lang, "tip_query_pos"), "key_pos": _t(lang, "tip_key_pos")},
            "size": axes.size}
     layout = {"kind": "blocks", "n": axes.n, "rows": axes.side, "cols": axes.side, **axis,
-              "titles": [p["title"] for p in panels], "panel": size,
-              "legends": [p["legend"] is not None for p in panels]}
+              "titles": list(titles or (p["title"] for p in panels)), "panel": size,
+              "legends": [p["legend"] is not None for p in panels], "choices": choices}
     return {"layout": _layout_key(layout), **layout, "panels": panels, "tip": tip}
 
 
@@ -216,9 +229,9 @@ def matrices_figure(panels: Sequence[tuple[str, np.ndarray, str, str, str]], tok
 
 
 def _cells(axes: CellAxes, lang: str, panels: list[dict], tip: dict, size: int,
-           sizes: dict | None = None) -> dict:
+           choices: dict | None = None) -> dict:
     """A figure of panels drawn cell by cell over `axes`, the tokens on both axes (and
-    cells_figure's size buttons)."""
+    cells_figure's choices)."""
     axis = {
         "x": {"title": _t(lang, "axis_key"), "labels": [clip_label(t) for t in axes.key_tokens]},
         "y": {"title": _t(lang, "axis_query"),
@@ -228,7 +241,7 @@ def _cells(axes: CellAxes, lang: str, panels: list[dict], tip: dict, size: int,
               "titles": [p["title"] for p in panels], "axis_titles": [axis["x"]["title"],
                                                                      axis["y"]["title"]],
               "legends": [p["legend"] is not None for p in panels], "panel": size,
-              "sizes": sizes}
+              "choices": choices}
     # another window of the same size keeps the elements and rewrites only the labels
     return {"layout": _layout_key(layout), "labels_key": _layout_key(axis), **layout, **axis,
             "panels": panels, "tip": tip, "box": None, "brush": False}

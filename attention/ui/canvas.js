@@ -144,23 +144,24 @@ function legendBar(spec, side) {
   return box;
 }
 
-// A zoom window's sizes (cells_figure's `sizes`): a row of radio buttons above the panels, a
-// click sending the event "size" with its number (the rerun then draws that window).
-function sizeButtons(state, sizes) {
-  const row = el("div", "ae-sizes");
+// Radio buttons above the panels (charts/canvas.py `choices`: a zoom window's sizes, the value
+// every head shows), drawn like Streamlit's segmented control; a click sends the choices'
+// event with its value (the rerun then draws that one).
+function choiceButtons(state, choices) {
+  const row = el("div", "ae-choices");
   row.setAttribute("role", "radiogroup");
-  row.setAttribute("aria-label", sizes.label);
-  if (sizes.help) row.title = sizes.help;
-  row.appendChild(el("span", "ae-sizes-label", sizes.label));
-  const buttons = sizes.options.map((option) => {
-    const button = el("button", "ae-size", String(option));
+  row.setAttribute("aria-label", choices.label);
+  if (choices.help) row.title = choices.help;
+  row.appendChild(el("span", "ae-choices-label", choices.label));
+  const buttons = choices.options.map(([value, text]) => {
+    const button = el("button", "ae-choice", text);
     button.type = "button";
     button.setAttribute("role", "radio");
-    button.setAttribute("aria-checked", String(option === sizes.current));
+    button.setAttribute("aria-checked", String(value === choices.current));
     button.addEventListener("click", () => {
       if (button.getAttribute("aria-checked") === "true") return;
       buttons.forEach((b) => b.setAttribute("aria-checked", String(b === button)));
-      state.setTriggerValue("size", option);
+      state.setTriggerValue(choices.event, value);
     });
     return button;
   });
@@ -172,11 +173,12 @@ function sizeButtons(state, sizes) {
 function build(state, data) {
   const { root } = state;
   root.replaceChildren();
-  if (data.sizes) root.appendChild(sizeButtons(state, data.sizes));
+  if (data.choices) root.appendChild(choiceButtons(state, data.choices));
   const side = data.panel;
   state.panels = data.panels.map((panel, i) => {
-    const box = el("div", panel.current ? "ae-panel ae-current" : "ae-panel");
-    box.appendChild(el("div", "ae-title", panel.title));
+    const box = el("div", "ae-panel");
+    const title = el("div", "ae-title");       // its text and frame: `paint` (another head)
+    box.appendChild(title);
     let ylabels = null;
     if (i === 0) {
       box.appendChild(el("div", "ae-ytitle", data.y.title));
@@ -192,7 +194,7 @@ function build(state, data) {
     box.append(plot, xlabels, el("div", "ae-xtitle", data.x.title), legendSlot);
     root.appendChild(box);
     listen(state, canvas, brush, i);
-    return { canvas, legendSlot, xlabels, ylabels };
+    return { box, title, canvas, legendSlot, xlabels, ylabels };
   });
   state.tip = tooltip();
   root.appendChild(state.tip);
@@ -292,7 +294,9 @@ function listen(state, canvas, brush, index) {
 }
 
 function paint(state, panel, image, index) {
-  const data = state.data, canvas = state.panels[index].canvas;
+  const data = state.data, { box, title, canvas } = state.panels[index];
+  if (title.textContent !== panel.title) title.textContent = panel.title;
+  box.classList.toggle("ae-current", !!panel.current);
   const ctx = canvas.getContext("2d"), s = canvas.width / data.panel;
   ctx.setTransform(s, 0, 0, s, 0, 0);
   ctx.clearRect(0, 0, data.panel, data.panel);

@@ -8,7 +8,7 @@ one, read once at import.
     figure_view(cells_figure(...), key="hm_cells")
     figure_view(overview_figure(...), key="hm_overview", brush=zoom_to)
     figure_view(grid_figure(...), key="model_grid", pick=open_head)
-    figure_view(cells_figure(..., sizes=...), key="hm_cells", size=resize)
+    figure_view(cells_figure(..., choices=choices("size", ...)), key="hm_cells", size=resize)
     figure_view(matrix_figure(...), key="mh_rollout", heading="Rollout", notes=["How ..."])
 """
 from __future__ import annotations
@@ -35,8 +35,9 @@ def figure_view(figure: dict | bytes, *, key: str, width: str = "content",
     subheader and captions would be (plain text): a section re-sent on every click then
     re-renders one element, not three (docs/decisions.md, "The canvas heatmap").
     events: brush=callback (a box dragged on an overview: `brush(key)`),
-    pick=callback (a head clicked on the grid: `pick(key, layers, heads)`) or size=callback
-    (a zoom size button: `size(key, allowed)`), called before the rerun."""
+    pick=callback (a head clicked on the grid: `pick(key, layers, heads)`) or, for a
+    figure's choices, a callback under their event (`choice(key, event, allowed)`), called
+    before the rerun."""
     text = {"heading": heading, "notes": list(notes)} if heading or notes else {}
     if isinstance(figure, bytes):
         data = amend(figure, **text) if text else figure
@@ -66,14 +67,16 @@ def parse_pick(value, layers: int, heads: int) -> tuple[int, int] | None:
     return (layer, head) if 0 <= layer < layers and 0 <= head < heads else None
 
 
-def size(key: str, allowed: tuple[int, ...]) -> int | None:
-    """The size button last clicked on the figure drawn under `key`, or None."""
-    return parse_size(_trigger(key, "size"), allowed)
+def choice(key: str, event: str, allowed: tuple[int | str, ...]) -> int | str | None:
+    """The choice button (charts/canvas.py `choices`) last clicked on the figure drawn under
+    `key`, sent as `event`, or None."""
+    return parse_choice(_trigger(key, event), allowed)
 
 
-def parse_size(value, allowed: tuple[int, ...]) -> int | None:
-    """A size as the browser sent it, kept only when it is one of `allowed`."""
-    ok = isinstance(value, int) and not isinstance(value, bool) and value in allowed
+def parse_choice(value, allowed: tuple[int | str, ...]) -> int | str | None:
+    """A choice as the browser sent it, kept only when it is one of `allowed`, of its type
+    (16.0 or True is not the size 16 or 1)."""
+    ok = type(value) in (int, str) and value in allowed
     return value if ok else None
 
 

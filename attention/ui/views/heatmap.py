@@ -24,12 +24,12 @@ from attention.analysis import frames
 from attention.analysis import Analysis
 from attention.charts import heatmap as charts
 from attention.charts import heads_grid
-from attention.charts.canvas import cells_figure, heads_figure, overview_figure, row_figure
+from attention.charts.canvas import cells_figure, choices, heads_figure, overview_figure, row_figure
 from attention.analysis.pooled import pooled_cells, pooled_matrices
 from attention.measures.pooling import HOWS, blocks_for, window, window_from_brush
 from attention.spec import AttentionSpec
 from attention.ui import cache
-from attention.ui.canvas import brush, figure_view, size as clicked_size
+from attention.ui.canvas import brush, choice, figure_view
 from attention.ui.chart import show
 from attention.ui.explain import explanation
 from attention.ui.export import ChartFiles, download_menu, download_popover
@@ -192,11 +192,11 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
     returns its files for a Download menu (PNG/SVG drawn by Vega, the CSV made on a click)."""
     axes = charts.cell_axes(analysis.tokens, queries, keys)
     chart_key = f"{key_prefix}_cells"
-    sizes = ({"label": t("heatmap.window"), "help": t("heatmap.window_help"),
-              "options": list(WINDOWS),
-              "current": len(queries)} if resizable else None)      # a window is square
+    sizes = (choices("size", t("heatmap.window"), [(w, str(w)) for w in WINDOWS],
+                     len(queries), t("heatmap.window_help"))     # a window is square
+             if resizable else None)
     figure = cells_figure(frames.window(analysis, head, queries, keys), axes, lang(),
-                          shared=shared, sizes=sizes)
+                          shared=shared, choices=sizes)
     events = {"size": partial(_zoom_to_size, chart_key, key_prefix)} if resizable else {}
     figure_view(figure, key=chart_key, **text, **events)
     name = (f"{key_prefix}_attention_head{head}_q{queries.start}-{queries.stop - 1}"
@@ -228,7 +228,7 @@ def _zoom_window(n: int, key_prefix: str, options) -> tuple[range, range]:
 def _zoom_to_size(chart_key: str, key_prefix: str) -> None:
     """The zoom figure's size event: the size clicked becomes the window's (its starts are
     clamped to it as the window is read)."""
-    size = clicked_size(chart_key, WINDOWS)                    # None unless one of WINDOWS
+    size = choice(chart_key, "size", WINDOWS)                  # None unless one of WINDOWS
     if size is not None:
         st.session_state[f"view_{key_prefix}_win"] = size
 
@@ -293,10 +293,14 @@ def draw_heads_grid(analysis: Analysis, head: int | None = None, key_prefix: str
     heads, n = analysis.heads, analysis.n
     columns = min(4, heads)
     blocks = _grid_blocks(analysis)
-    value = view_widget(f"{key_prefix}_grid", st.segmented_control, default="weight",
-                        cast=str, valid=charts.VALUES.__contains__,
-                        label=t("heatmap.grid_value"), options=charts.VALUES, required=True,
-                        format_func=lambda v: t(f"heatmap.panel_{v}"))
+    name, label = f"{key_prefix}_grid", t("heatmap.grid_value")
+    common = dict(default="weight", cast=str, valid=charts.VALUES.__contains__)
+    if blocks is None:        # Vega's grid: a widget; the canvas's draws its own buttons
+        value = view_widget(name, st.segmented_control, label=label, options=charts.VALUES,
+                            required=True, format_func=lambda v: t(f"heatmap.panel_{v}"),
+                            **common)
+    else:
+        value = view_state(name, **common)
     if not _pools(blocks):
         _no_options(options, "heatmap.options_none_grid")
     elif options is None:
@@ -312,13 +316,23 @@ def draw_heads_grid(analysis: Analysis, head: int | None = None, key_prefix: str
         _pooled_notice(n, blocks, how, "hint_grid")
         image = _images(analysis, tuple(range(heads)), GRID_BLOCKS, how, values=(value,))[value]
         axes = charts.block_axes(blocks, how)
-        figure_view(heads_figure(image, axes, value, lang(), current=head),
-                    key=f"{key_prefix}_grid_images",
-                    notes=[t("heatmap.grid_caption", heads=heads)])
+        values = choices("value", label, [(v, t(f"heatmap.panel_{v}")) for v in charts.VALUES],
+                         value)
+        chart_key = f"{key_prefix}_grid_images"
+        figure_view(heads_figure(image, axes, value, lang(), current=head, choices=values),
+                    key=chart_key, notes=[t("heatmap.grid_caption", heads=heads)],
+                    value=partial(_grid_to_value, chart_key, name))
         chart = partial(heads_grid.heads_grid_image_chart, image, axes, value, lang(), columns,
                         current=head)
     download_menu([ChartFiles(chart, f"{key_prefix}_all_heads_{value}")],
                   key=f"{key_prefix}_dl_grid", menu=menu)
+
+
+def _grid_to_value(chart_key: str, name: str) -> None:
+    """The all-heads figure's value event: the value clicked becomes the grid's."""
+    value = choice(chart_key, "value", charts.VALUES)          # None unless one of VALUES
+    if value is not None:
+        st.session_state[f"view_{name}"] = value
 
 
 # ---- one query row ------------------------------------------------------------------------------
