@@ -217,6 +217,23 @@ def test_a_figures_download_menu_makes_its_buttons_only_when_opened():
     at = open_menu(at, "sc_menu_score_distribution")
     assert not at.exception
     assert "png_score_distribution" in ids() and "svg_score_distribution" in ids()
+    assert "csv_score_distribution" in ids()
+
+
+@pytest.mark.parametrize("figure, files", [("rows", "row_metrics"), ("sweep", "dk_sweep"),
+                                           ("saturation", "saturation")])
+def test_a_figures_numbers_are_in_its_own_download_menu(figure, files):
+    """Each figure's menu offers the CSV of its numbers beside its PNG and SVG (the page has
+    no downloads section of its own: a cold link draws no buttons nobody opened)."""
+    from tests.apptest import open_menu
+
+    at = open_page(PAGE, SPEC, sc_figure=figure)
+    assert not at.exception and not at.get("download_button")
+    at = open_menu(at, f"sc_menu_{files}")
+    assert not at.exception
+    names = [b.proto.id for b in at.get("download_button")]
+    assert len(names) == 3
+    assert all(any(f"{kind}_{files}" in name for name in names) for kind in ("csv", "png", "svg"))
 
 
 # The columns each figure's charts are drawn from, and how many charts (panels) it has.

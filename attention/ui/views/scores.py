@@ -28,7 +28,7 @@ from attention.spec import AttentionSpec
 from attention.ui import cache
 from attention.ui.chart import place, show
 from attention.ui.explain import explanation
-from attention.ui.export import chart_buttons, csv_button
+from attention.ui.export import chart_buttons
 from attention.ui.state import view_widget
 from attention.ui.text import lang, t
 
@@ -75,7 +75,6 @@ def draw_scores(spec: AttentionSpec,
     draw_findings(summary, stats, sweep, d_k)
     view(draw_figure, spec, head)
     draw_why()
-    draw_downloads(analysis, heads, sweep)
 
 
 def pick_head(analysis: Analysis) -> int | None:
@@ -150,7 +149,7 @@ def draw_distributions(stats: pd.DataFrame, hist: pd.DataFrame) -> None:
                  bins=len(hist) // len(scorestats.SERIES)))
     chart = charts.score_distribution_panels(hist, stats, lang())
     show(chart)
-    chart_buttons(chart, "score_distribution", key=MENU + "score_distribution")
+    chart_buttons(chart, "score_distribution", hist, key=MENU + "score_distribution")
 
 
 def draw_row_metrics(analysis: Analysis, heads: list[int]) -> None:
@@ -165,7 +164,8 @@ def draw_row_metrics(analysis: Analysis, heads: list[int]) -> None:
         st.caption(t("scores.rows_hist_caption", n=analysis.n, rows=len(heads) * analysis.n))
         chart = charts.row_metric_hist_panels(scorestats.row_metric_bins(analysis, heads), lang())
     show(chart)
-    chart_buttons(chart, "row_metrics", key=MENU + "row_metrics")
+    every_row = lambda: _rows_of(frames.row_metrics(analysis), heads)        # noqa: E731
+    chart_buttons(chart, "row_metrics", every_row, key=MENU + "row_metrics")
 
 
 def draw_sweep(spec: AttentionSpec, sweep: pd.DataFrame, d_k: int) -> None:
@@ -177,7 +177,7 @@ def draw_sweep(spec: AttentionSpec, sweep: pd.DataFrame, d_k: int) -> None:
         st.caption(t("scores.sweep_pretrained"))
     chart = charts.sweep_panels(sweep, lang(), temperature=spec.temperature, current_dk=d_k)
     show(chart)
-    chart_buttons(chart, "dk_sweep", key=MENU + "dk_sweep")
+    chart_buttons(chart, "dk_sweep", sweep, key=MENU + "dk_sweep")
 
 
 def draw_saturation(analysis: Analysis, heads: list[int]) -> None:
@@ -193,7 +193,7 @@ def draw_saturation(analysis: Analysis, heads: list[int]) -> None:
     chart = charts.saturation_chart(points, saturation.saturation_curve(analysis.n), analysis.n,
                                     lang())
     show(chart, width="stretch")
-    chart_buttons(chart, "saturation", key=MENU + "saturation")
+    chart_buttons(chart, "saturation", points, key=MENU + "saturation")
 
 
 def draw_why() -> None:
@@ -219,14 +219,7 @@ def one_ahead_table(frame: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def draw_downloads(analysis: Analysis, heads: list[int], sweep: pd.DataFrame) -> None:
-    """CSVs of the chosen heads' per-row metrics and of the d_k sweep, side by side."""
-    st.subheader(t("scores.downloads"))
-    left, right = st.columns(2)
-    with left:
-        st.caption(t("scores.csv_rows"))
-        table = frames.row_metrics(analysis)
-        csv_button(table[table["head"].isin(heads)], "row_metrics")
-    with right:
-        st.caption(t("scores.csv_sweep"))
-        csv_button(sweep, "dk_sweep")
+def _rows_of(table: pd.DataFrame, heads: list[int]) -> pd.DataFrame:
+    """The chosen heads' rows of a per-row table (the rows figure's CSV: every query of them,
+    whether the figure draws them as points or as distributions)."""
+    return table[table["head"].isin(heads)]
