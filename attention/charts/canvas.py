@@ -1,13 +1,10 @@
 """What the page's canvas heatmap (attention/ui/canvas.py) draws: a figure as plain data.
 
-The scaled | unscaled | difference comparison is the chart a click redraws most, and a Vega
-view per chart cost the browser more than the rest of the click together (README,
-"Performance"). So it is drawn by a small component of our own: each panel is one image, one
-pixel a cell (a zoom window, or every cell of a short input) or a pooled block (an
-overview), coloured here by charts.colors exactly as the Vega charts (and the PNG/SVG
-exports, which stay Vega) colour them. The browser only scales the images, writes the
-labels and numbers it is given and answers the pointer: tooltips, and on an overview a box
-to drag (a new zoom window) and the current window outlined.
+The charts a click redraws most are drawn by a small component of our own, not a Vega view
+each (docs/decisions.md, "The canvas heatmap"): each panel is one image, one pixel a cell or
+a pooled block, coloured here by charts.colors exactly as the Vega charts and the PNG/SVG
+exports colour them. The browser scales the images, writes the labels and numbers it is
+given and answers the pointer: tooltips, a box dragged on an overview, choice buttons.
 
     figure = cells_figure(frames.window(a, head, queries, keys), axes, "en", shared=True)
     figure = overview_figure(images, axes, "en", box=(q0, q1, k0, k1))
@@ -106,10 +103,8 @@ def _layout_key(parts: dict) -> str:
 
 def choices(event: str, label: str, options: Sequence[tuple[int | str, str]], current: int | str,
             help: str = "") -> dict:
-    """Radio buttons above a figure's panels (cells_figure's, heads_figure's `choices`):
-    `options` as (value, text), `current` checked; a click on another sends `event` with its
-    value (attention/ui/canvas.py `choice`), so the rerun draws that one. Drawn by the figure,
-    not as a Streamlit widget: a click elsewhere re-sends no widget for them."""
+    """Radio buttons above a figure's panels, `options` as (value, text), `current` checked;
+    a click sends `event` with its value (ui/canvas.py `choice`). No Streamlit widget."""
     return {"event": event, "label": label, "help": help,
             "options": [[value, text] for value, text in options], "current": current}
 
@@ -167,10 +162,9 @@ def heads_figure(image: dict, axes: BlockAxes, value: str, lang: str = "en", *,
                  size: int = GRID_PANEL, current: int | None = None,
                  choices: dict | None = None) -> dict:
     """Every head's pooled `value` side by side, `size` px each (image: charts.heatmap.
-    pooled_images(...)[value], one colour domain over all heads), the legend under the last
-    head, the `current` head framed and its title marked (in the panels, not the layout:
-    another head keeps every element); positions 0..n on the axes, a block's span in its
-    tooltip; `choices` (which value) above."""
+    pooled_images(...)[value], one colour domain), the legend under the last head, the
+    `current` head framed and marked in its panel (not the layout: another head keeps every
+    element); a block's span in its tooltip; `choices` (which value) above."""
     heads = len(image["urls"])
     key = legend(image["scheme"], image["domain"], _t(lang, f"legend_{value}"))
     panels = [{"title": head_title(lang, h, current), "image": url, "current": h == current,
@@ -181,8 +175,7 @@ def heads_figure(image: dict, axes: BlockAxes, value: str, lang: str = "en", *,
 
 def _blocks(panels: list[dict], axes: BlockAxes, lang: str, size: int,
             titles: Sequence[str] | None = None, choices: dict | None = None) -> dict:
-    """A figure of pooled panels over positions 0..n on both axes (kind "blocks"); `titles`
-    the layout's, where a panel's own title changes without a new layout."""
+    """Pooled panels over positions 0..n on both axes (kind "blocks"); `titles`: the layout's."""
     ticks = [int(t) for t in nice_ticks(0, axes.n, 8)]
     axis = {"x": {"title": _t(lang, "axis_key_position"), "ticks": ticks},
             "y": {"title": _t(lang, "axis_query_position"), "ticks": ticks}}

@@ -197,7 +197,8 @@ def _draw_cells(analysis: Analysis, head: int, queries: range, keys: range,
              if resizable else None)
     figure = cells_figure(frames.window(analysis, head, queries, keys), axes, lang(),
                           shared=shared, choices=sizes)
-    events = {"size": partial(_zoom_to_size, chart_key, key_prefix)} if resizable else {}
+    resize = partial(_to_view, chart_key, "size", WINDOWS, f"{key_prefix}_win")
+    events = {"size": resize} if resizable else {}     # a window's starts clamp to its size
     figure_view(figure, key=chart_key, **text, **events)
     name = (f"{key_prefix}_attention_head{head}_q{queries.start}-{queries.stop - 1}"
             f"_k{keys.start}-{keys.stop - 1}")
@@ -225,12 +226,12 @@ def _zoom_window(n: int, key_prefix: str, options) -> tuple[range, range]:
     return window(n, starts[0], size), window(n, starts[1], size)
 
 
-def _zoom_to_size(chart_key: str, key_prefix: str) -> None:
-    """The zoom figure's size event: the size clicked becomes the window's (its starts are
-    clamped to it as the window is read)."""
-    size = choice(chart_key, "size", WINDOWS)                  # None unless one of WINDOWS
-    if size is not None:
-        st.session_state[f"view_{key_prefix}_win"] = size
+def _to_view(chart_key: str, event: str, allowed: tuple, name: str) -> None:
+    """A figure's choice event (the zoom's size, the grid's value): the choice clicked
+    becomes the view state `name`, read by the rerun it starts."""
+    chosen = choice(chart_key, event, allowed)                 # None unless one of `allowed`
+    if chosen is not None:
+        st.session_state[f"view_{name}"] = chosen
 
 
 def _zoom_to_brush(chart_key: str, key_prefix: str, n: int) -> None:
@@ -295,12 +296,9 @@ def draw_heads_grid(analysis: Analysis, head: int | None = None, key_prefix: str
     blocks = _grid_blocks(analysis)
     name, label = f"{key_prefix}_grid", t("heatmap.grid_value")
     common = dict(default="weight", cast=str, valid=charts.VALUES.__contains__)
-    if blocks is None:        # Vega's grid: a widget; the canvas's draws its own buttons
-        value = view_widget(name, st.segmented_control, label=label, options=charts.VALUES,
-                            required=True, format_func=lambda v: t(f"heatmap.panel_{v}"),
-                            **common)
-    else:
-        value = view_state(name, **common)
+    value = view_state(name, **common) if blocks is not None else view_widget(
+        name, st.segmented_control, label=label, options=charts.VALUES, required=True,
+        format_func=lambda v: t(f"heatmap.panel_{v}"), **common)   # the canvas: its buttons
     if not _pools(blocks):
         _no_options(options, "heatmap.options_none_grid")
     elif options is None:
@@ -321,18 +319,11 @@ def draw_heads_grid(analysis: Analysis, head: int | None = None, key_prefix: str
         chart_key = f"{key_prefix}_grid_images"
         figure_view(heads_figure(image, axes, value, lang(), current=head, choices=values),
                     key=chart_key, notes=[t("heatmap.grid_caption", heads=heads)],
-                    value=partial(_grid_to_value, chart_key, name))
+                    value=partial(_to_view, chart_key, "value", charts.VALUES, name))
         chart = partial(heads_grid.heads_grid_image_chart, image, axes, value, lang(), columns,
                         current=head)
     download_menu([ChartFiles(chart, f"{key_prefix}_all_heads_{value}")],
                   key=f"{key_prefix}_dl_grid", menu=menu)
-
-
-def _grid_to_value(chart_key: str, name: str) -> None:
-    """The all-heads figure's value event: the value clicked becomes the grid's."""
-    value = choice(chart_key, "value", charts.VALUES)          # None unless one of VALUES
-    if value is not None:
-        st.session_state[f"view_{name}"] = value
 
 
 # ---- one query row ------------------------------------------------------------------------------
