@@ -67,6 +67,35 @@ def test_heatmap_view_buttons_stay_on_a_phones_screen(server, chromium, lang):
         context.close()
 
 
+@pytest.mark.browser
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_all_heads_value_buttons_wrap_whole_on_a_phone(server, chromium, lang):
+    """The canvas figure's own value buttons (a long input's All heads) wrap as Streamlit's
+    segmented control does: whole buttons on new rows, each one line, none past the screen."""
+    from urllib.parse import urlencode
+
+    from attention.spec import AttentionSpec
+    from tests.conftest import UI_TIMEOUT, wait_for_app
+
+    spec = AttentionSpec(tokens=tuple(f"w{i}" for i in range(600)), heads=4)
+    context = chromium.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        page.goto(f"{server.url}/Heatmap?{urlencode({**spec.to_query(), 'hm_view': 'grid'})}"
+                  f"&lang={lang}")
+        wait_for_app(page)
+        buttons = page.locator(".ae-heatmap .ae-choices .ae-choice")
+        page.wait_for_function("() => document.querySelectorAll("
+                               "'.ae-heatmap .ae-choices .ae-choice').length === 3",
+                               timeout=UI_TIMEOUT)
+        boxes = buttons.evaluate_all("els => els.map(e => { const r = e.getBoundingClientRect();"
+                                     " return [r.right, r.height]; })")
+        assert all(right <= 390 for right, _ in boxes), boxes
+        assert max(h for _, h in boxes) < 40, boxes            # one line each (14 px x 1.6 + 8)
+    finally:
+        context.close()
+
+
 # Every chart of the page has drawn: Vega's marks are in each chart element (the page's charts
 # come in one by one) and every canvas figure has painted and is not repainting.
 CHARTS_DRAWN = """([vega, canvas]) => {
