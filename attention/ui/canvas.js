@@ -176,8 +176,8 @@ function build(state, data) {
   if (data.choices) root.appendChild(choiceButtons(state, data.choices));
   const side = data.panel;
   state.panels = data.panels.map((panel, i) => {
-    const box = el("div", "ae-panel");
-    const title = el("div", "ae-title");       // its text and frame: `paint` (another head)
+    const box = el("div", panel.current ? "ae-panel ae-current" : "ae-panel");
+    const title = el("div", "ae-title", panel.title);   // another head's: `paint` sets them
     box.appendChild(title);
     let ylabels = null;
     if (i === 0) {

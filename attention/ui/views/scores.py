@@ -11,6 +11,7 @@ few calls:
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 import pandas as pd
@@ -164,8 +165,8 @@ def draw_row_metrics(analysis: Analysis, heads: list[int]) -> None:
         st.caption(t("scores.rows_hist_caption", n=analysis.n, rows=len(heads) * analysis.n))
         chart = charts.row_metric_hist_panels(scorestats.row_metric_bins(analysis, heads), lang())
     show(chart)
-    every_row = lambda: _rows_of(frames.row_metrics(analysis), heads)        # noqa: E731
-    chart_buttons(chart, "row_metrics", every_row, key=MENU + "row_metrics")
+    chart_buttons(chart, "row_metrics", partial(_rows_of, analysis, heads),
+                  key=MENU + "row_metrics")
 
 
 def draw_sweep(spec: AttentionSpec, sweep: pd.DataFrame, d_k: int) -> None:
@@ -219,7 +220,8 @@ def one_ahead_table(frame: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def _rows_of(table: pd.DataFrame, heads: list[int]) -> pd.DataFrame:
-    """The chosen heads' rows of a per-row table (the rows figure's CSV: every query of them,
-    whether the figure draws them as points or as distributions)."""
+def _rows_of(analysis: Analysis, heads: list[int]) -> pd.DataFrame:
+    """The chosen heads' per-row metrics (the rows figure's CSV, made on a click: every query
+    of them, whether the figure draws them as points or as distributions)."""
+    table = frames.row_metrics(analysis)
     return table[table["head"].isin(heads)]
